@@ -1,0 +1,162 @@
+"""Parse untrusted capability XML safely, and read typed values from it.
+
+Capability documents come from libvirt, from snapshot directories that may
+have passed through other hands, and from test fixtures.  They are parsed
+with no DTD, no entity expansion, no file or network access and a size
+limit; anything else is refused with :class:`CapabilityXMLError`.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from lxml import etree
+
+from virtdriver.capabilities.errors import CapabilityXMLError
+
+#: Default upper bound on the size of one capability document, in bytes.
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+
+_DTD_MARKERS = (b"<!DOCTYPE", b"<!ENTITY")
+_parsers = threading.local()
+
+# Multipliers to KiB for the units libvirt accepts on memory-like elements.
+_UNIT_TO_KIB = {
+    "b": 1 / 1024, "bytes": 1 / 1024,
+    "k": 1, "kib": 1, "kb": 1000 / 1024,
+    "m": 1024, "mib": 1024, "mb": 1000 * 1000 / 1024,
+    "g": 1024 ** 2, "gib": 1024 ** 2, "gb": 1000 ** 3 / 1024,
+    "t": 1024 ** 3, "tib": 1024 ** 3, "tb": 1000 ** 4 / 1024,
+}
+
+
+def _parser() -> etree.XMLParser:
+    # lxml parsers must not be shared between threads.
+    parser = getattr(_parsers, "parser", None)
+    if parser is None:
+        parser = etree.XMLParser(
+            resolve_entities=False, no_network=True, load_dtd=False,
+            dtd_validation=False, huge_tree=False, remove_comments=True,
+            remove_pis=True, collect_ids=False)
+        _parsers.parser = parser
+    return parser
+
+
+def parse_document(xml: str | bytes, *, source: str, root_tag: str,
+                   max_bytes: int = DEFAULT_MAX_BYTES) -> etree._Element:
+    """Parse ``xml`` and return its root element, refusing anything unsafe.
+
+    Args:
+        xml: the document, as libvirt returns it (``str``) or as read from a
+            file (``bytes``).
+        source: where it came from; named in every error.
+        root_tag: the root element the caller expects.
+        max_bytes: documents larger than this are refused unparsed.
+
+    Raises:
+        CapabilityXMLError: the document is too large, malformed, contains
+            a DTD or entity declarations, or has another root element.
+    """
+    data = xml.encode("utf-8") if isinstance(xml, str) else bytes(xml)
+    if len(data) > max_bytes:
+        raise CapabilityXMLError(
+            source, f"document is {len(data)} bytes, over the limit of "
+            f"{max_bytes} bytes",
+            hint="raise the size limit only if the source is trusted")
+    for marker in _DTD_MARKERS:
+        at = data.find(marker)
+        if at >= 0:
+            raise _dtd_error(source, data.count(b"\n", 0, at) + 1)
+    if not data.strip():
+        raise CapabilityXMLError(source, "document is empty")
+    try:
+        root = etree.fromstring(data, _parser())
+    except etree.XMLSyntaxError as exc:
+        raise CapabilityXMLError(
+            source, f"malformed XML: {exc.msg}", line=exc.lineno or None,
+            hint="the document is not well-formed XML; re-read it from "
+                 "libvirt or repair the file") from None
+    except ValueError as exc:  # e.g. an unsupported encoding declaration
+        raise CapabilityXMLError(source, f"unreadable XML: {exc}") from None
+    if root.getroottree().docinfo.internalDTD is not None:
+        # Reached only by encodings the byte scan above cannot see.
+        raise _dtd_error(source, None)
+    if root.tag != root_tag:
+        raise CapabilityXMLError(
+            source, f"root element is <{root.tag}>, expected <{root_tag}>",
+            line=root.sourceline,
+            hint=f"pass a <{root_tag}> document to this parser")
+    return root
+
+
+def _dtd_error(source: str, line: int | None) -> CapabilityXMLError:
+    return CapabilityXMLError(
+        source, "document declares a DTD or entities, which capability XML "
+        "never does; refused to guard against entity expansion and external "
+        "references", line=line,
+        hint="use the XML libvirt produced, unedited")
+
+
+class ValueReader:
+    """Typed access to attributes and text, with errors naming the source.
+
+    Missing values give ``None`` (the caller decides the default); values
+    that are present but do not fit raise :class:`CapabilityXMLError`.
+    """
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def error(self, el: etree._Element, reason: str) -> CapabilityXMLError:
+        """Build the error for a bad value at ``el``."""
+        return CapabilityXMLError(self.source, f"<{el.tag}>: {reason}",
+                                  line=el.sourceline)
+
+    def int_attr(self, el: etree._Element, name: str) -> int | None:
+        """Attribute ``name`` of ``el`` as a non-negative integer."""
+        value = el.get(name)
+        if value is None:
+            return None
+        return self._to_int(el, value, f"attribute {name}")
+
+    def int_text(self, el: etree._Element | None) -> int | None:
+        """Text of ``el`` as a non-negative integer (``None`` if no element)."""
+        if el is None:
+            return None
+        return self._to_int(el, el.text or "", "text")
+
+    def text(self, el: etree._Element | None) -> str | None:
+        """Stripped text of ``el``; ``None`` when ``el`` is missing."""
+        if el is None:
+            return None
+        return (el.text or "").strip()
+
+    def kib(self, el: etree._Element, value: int, unit_attr: str = "unit",
+            default_unit: str = "KiB") -> int:
+        """Convert ``value`` in the unit named by ``el``'s attribute to KiB."""
+        unit = el.get(unit_attr, default_unit)
+        factor = _UNIT_TO_KIB.get(unit.lower())
+        if factor is None:
+            raise self.error(el, f"unknown unit {unit!r}")
+        return int(value * factor)
+
+    def _to_int(self, el: etree._Element, value: str, what: str) -> int:
+        text = value.strip()
+        if not text.isdigit() or not text.isascii():
+            raise self.error(el, f"{what} {value!r} is not a non-negative "
+                                 "integer")
+        return int(text)
+
+
+def yes_no(value: str | None) -> bool | None:
+    """Map libvirt's ``yes``/``no`` (also ``on``/``off``) to a tri-state."""
+    if value is None:
+        return None
+    lowered = value.strip().lower()
+    if lowered in ("yes", "on"):
+        return True
+    if lowered in ("no", "off"):
+        return False
+    return None

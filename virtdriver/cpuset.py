@@ -1,0 +1,84 @@
+"""CPU set specifications: ``0-3,^2,8-11`` to a set of CPU ids and back.
+
+This is the syntax libvirt uses in capability XML (``siblings='0,4'``,
+``cpus='0-7,16-23'``) and OpenStack uses in ``cpu_dedicated_set``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+#: Largest CPU id accepted; far above any real host, low enough that a
+#: hostile range such as ``0-4000000000`` cannot exhaust memory.
+MAX_CPU_ID = 65535
+
+
+class CPUSetError(ValueError):
+    """A CPU set specification could not be read.
+
+    Attributes:
+        spec: the whole specification.
+        token: the comma-separated part that was wrong.
+    """
+
+    def __init__(self, spec: str, token: str, reason: str) -> None:
+        self.spec = spec
+        self.token = token
+        super().__init__(f"invalid CPU set {spec!r}: {token!r} {reason}; "
+                         "expected comma-separated ids or ranges such as "
+                         "'0-3,^2,8-11'")
+
+
+def parse_cpuset(spec: str) -> frozenset[int]:
+    """Return the CPU ids named by ``spec``.
+
+    ``N`` adds a CPU, ``N-M`` adds a range, ``^N`` (or ``^N-M``) removes
+    CPUs added by the other tokens, in any order.  Blank specs give the
+    empty set.
+
+    Raises:
+        CPUSetError: a token is empty, not a number, or a reversed range.
+    """
+    included: set[int] = set()
+    excluded: set[int] = set()
+    if not spec.strip():
+        return frozenset()
+    for raw in spec.split(","):
+        token = raw.strip()
+        target = included
+        if token.startswith("^"):
+            target, token = excluded, token[1:].strip()
+        target.update(_token_ids(spec, raw.strip(), token))
+    return frozenset(included - excluded)
+
+
+def _token_ids(spec: str, raw: str, token: str) -> range:
+    if not token:
+        raise CPUSetError(spec, raw, "is empty")
+    first, sep, last = token.partition("-")
+    for part in (first, last) if sep else (first,):
+        if not (part.strip().isdigit() and part.strip().isascii()):
+            raise CPUSetError(spec, raw, "is not a CPU id or range")
+    start = int(first)
+    end = int(last) if sep else start
+    if end < start:
+        raise CPUSetError(spec, raw, "is a reversed range")
+    if end > MAX_CPU_ID:
+        raise CPUSetError(spec, raw, f"goes past the largest CPU id "
+                                     f"({MAX_CPU_ID})")
+    return range(start, end + 1)
+
+
+def format_cpuset(cpus: Iterable[int]) -> str:
+    """Render CPU ids compactly, e.g. ``{0,1,2,3,8}`` as ``"0-3,8"``."""
+    ordered = sorted(set(cpus))
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j
+                     else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(parts)
