@@ -6,13 +6,7 @@ import pathlib
 
 import pytest
 
-CORPUS = (pathlib.Path(__file__).resolve().parents[2].parent
-          / "shared" / "corpus" / "libvirt")
-
-
-def corpus_files(kind: str) -> list[pathlib.Path]:
-    """Corpus documents of ``kind`` (``domcaps`` or ``hostcaps``), sorted."""
-    return sorted((CORPUS / kind).glob("*.xml"))
+from tests.corpus import CORPUS
 
 
 @pytest.fixture(scope="session")
