@@ -1,0 +1,137 @@
+"""Render a host reading for people (text) and programs (JSON).
+
+No I/O and no libvirt here: input is a
+:class:`~virtdriver.drivers.libvirt.host.HostReading` and the reason its URI
+was chosen; output is a string.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from virtdriver.capabilities import DomainCapabilities, HostCapabilities
+from virtdriver.cpuset import format_cpuset
+from virtdriver.drivers.libvirt.host import HostReading, Unknown
+
+
+def render_json(reading: HostReading, uri_reason: str) -> str:
+    """Everything read, as JSON: the full models plus a domain summary."""
+    data: dict[str, Any] = {
+        "uri": reading.uri,
+        "uri_reason": uri_reason,
+        "arch": reading.arch,
+        "virt_type": reading.virt_type,
+        "host": dataclasses.asdict(reading.host),
+    }
+    if isinstance(reading.domain, Unknown):
+        data["domain"] = {"unknown": True,
+                          **dataclasses.asdict(reading.domain)}
+    else:
+        data["domain"] = {"unknown": False,
+                          "summary": _domain_summary(reading.domain),
+                          **dataclasses.asdict(reading.domain)}
+    return json.dumps(data, indent=2, default=_json_default)
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    raise TypeError(f"cannot render {type(value).__name__} as JSON")
+
+
+def _domain_summary(domain: DomainCapabilities) -> dict[str, Any]:
+    return {
+        "disk_buses": list(domain.disk_buses),
+        "video_models": list(domain.video_models),
+        "firmware": list(domain.os.firmware),
+        "loader_types": list(domain.os.loader.types),
+        "tpm_models": list(domain.tpm_models),
+        "sev_supported": domain.features.sev.supported,
+        "tdx_supported": domain.features.tdx.supported,
+    }
+
+
+def render_text(reading: HostReading, uri_reason: str) -> str:
+    """A short human summary of the host and its domain capabilities."""
+    lines = [f"libvirt URI: {reading.uri}", f"  why: {uri_reason}", ""]
+    lines += _host_lines(reading.host)
+    lines.append("")
+    lines += _domain_lines(reading)
+    return "\n".join(lines) + "\n"
+
+
+def _host_lines(host: HostCapabilities) -> list[str]:
+    cpu = host.cpu
+    lines = [
+        "Host",
+        f"  uuid:     {_or_unknown(host.uuid)}",
+        f"  cpu:      arch {_or_unknown(cpu.arch)}, "
+        f"model {_or_unknown(cpu.model)}, vendor {_or_unknown(cpu.vendor)}",
+    ]
+    topo = cpu.topology
+    if topo is not None:
+        parts = [(topo.sockets, "sockets"), (topo.dies, "dies"),
+                 (topo.clusters, "clusters"), (topo.cores, "cores"),
+                 (topo.threads, "threads")]
+        lines.append("  topology: " + ", ".join(
+            f"{n} {what}" for n, what in parts if n is not None))
+    else:
+        lines.append("  topology: not reported")
+    lines.append(f"  NUMA cells: {len(host.cells)}, "
+                 f"CPUs: {len(host.cpu_ids)}")
+    for cell in host.cells:
+        memory = ("memory unknown" if cell.memory_kib is None
+                  else f"{cell.memory_kib // 1024} MiB")
+        cpus = format_cpuset(cell.cpu_ids) or "none"
+        pages = ", ".join(f"{_size(p.size_kib)} x {p.count}"
+                          for p in cell.pages) or "none listed"
+        lines.append(f"    cell {cell.id}: {memory}, CPUs {cpus}; "
+                     f"pages {pages}")
+    lines.append("  guest arches: "
+                 + (", ".join(host.guest_arches) or "none"))
+    return lines
+
+
+def _domain_lines(reading: HostReading) -> list[str]:
+    domain = reading.domain
+    if isinstance(domain, Unknown):
+        code = f" [{domain.error_name}]" if domain.error_name else ""
+        return [f"Domain capabilities (arch {reading.arch}, "
+                f"virt type {reading.virt_type}): unknown",
+                f"  libvirt said: {domain.reason}{code}"]
+    return [
+        f"Domain capabilities (arch {_or_unknown(domain.arch)}, "
+        f"machine {_or_unknown(domain.machine)}, "
+        f"virt type {_or_unknown(domain.virt_type)})",
+        f"  emulator:     {_or_unknown(domain.path)}",
+        f"  disk buses:   {_listing(domain.disk_buses)}",
+        f"  video models: {_listing(domain.video_models)}",
+        f"  firmware:     {_listing(domain.os.firmware)}; "
+        f"loader types {_listing(domain.os.loader.types)}",
+        f"  TPM models:   {_listing(domain.tpm_models)}",
+        f"  SEV:          {_support(domain.features.sev.supported)}",
+        f"  TDX:          {_support(domain.features.tdx.supported)}",
+    ]
+
+
+def _or_unknown(value: object) -> str:
+    return "unknown" if value is None else str(value)
+
+
+def _listing(values: tuple[str, ...]) -> str:
+    return ", ".join(values) if values else "none"
+
+
+def _support(supported: bool | None) -> str:
+    if supported is None:
+        return "not reported"
+    return "supported" if supported else "not supported"
+
+
+def _size(kib: int) -> str:
+    for unit, factor in (("GiB", 1024 * 1024), ("MiB", 1024)):
+        if kib >= factor and kib % factor == 0:
+            return f"{kib // factor} {unit}"
+    return f"{kib} KiB"
