@@ -122,7 +122,7 @@ def open_connection(uri: str | None = None) -> tuple[libvirt.virConnect,
     if uri:
         return _open(uri), URIChoice(uri, "given with --uri")
 
-    socket = next((s for s in DAEMON_SOCKETS if _is_socket(s)), None)
+    socket = next((s for s in DAEMON_SOCKETS if is_socket(s)), None)
     if socket:
         try:
             conn = _open_with_timeout(SYSTEM_URI, DAEMON_TIMEOUT)
@@ -133,10 +133,10 @@ def open_connection(uri: str | None = None) -> tuple[libvirt.virConnect,
     else:
         no_daemon = "no libvirt daemon socket"
 
-    driver, binary = _qemu_driver(), _qemu_binary()
+    driver, binary = find_qemu_driver(), find_qemu_binary()
     if driver and binary:
         root = state_dir() / "embed"
-        _prepare_embed_root(root)
+        prepare_embed_root(root)
         uri = embed_uri(root)
         return _open(uri), URIChoice(
             uri, f"{no_daemon}; QEMU driver installed ({driver}, {binary})")
@@ -190,14 +190,16 @@ def _hint(uri: str) -> str:
     return "check the URI (see https://libvirt.org/uri.html)"
 
 
-def _is_socket(path: str) -> bool:
+def is_socket(path: str) -> bool:
+    """Whether ``path`` exists and is a Unix socket."""
     try:
         return stat.S_ISSOCK(os.stat(path).st_mode)
     except OSError:
         return False
 
 
-def _qemu_driver() -> str | None:
+def find_qemu_driver() -> str | None:
+    """Path of libvirt's QEMU driver module, if installed."""
     for pattern in QEMU_DRIVER_GLOBS:
         found = sorted(glob.glob(pattern))
         if found:
@@ -205,8 +207,10 @@ def _qemu_driver() -> str | None:
     return None
 
 
-def _qemu_binary() -> str | None:
-    found = sorted(p for p in glob.glob(QEMU_BINARY_GLOB) if os.access(p, os.X_OK))
+def find_qemu_binary() -> str | None:
+    """Path of the first executable ``qemu-system-*``, if any."""
+    found = sorted(p for p in glob.glob(QEMU_BINARY_GLOB)
+                   if os.access(p, os.X_OK))
     return found[0] if found else None
 
 
@@ -220,7 +224,7 @@ group = "root"
 """
 
 
-def _prepare_embed_root(root: Path) -> None:
+def prepare_embed_root(root: Path) -> None:
     """Create the embed root; write its qemu.conf when KVM needs it."""
     conf = root / "etc" / "qemu.conf"
     if conf.exists() or os.geteuid() != 0 or _qemu_user_can_use_kvm():

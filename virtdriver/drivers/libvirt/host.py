@@ -25,9 +25,9 @@ from virtdriver.capabilities import (
 class CapabilitySource(Protocol):
     """The two calls of ``libvirt.virConnect`` this module uses."""
 
-    def getCapabilities(self) -> str: ...  # noqa: N802 (libvirt's name)
+    def getCapabilities(self) -> str: ...
 
-    def getDomainCapabilities(  # noqa: N802 (libvirt's name)
+    def getDomainCapabilities(
         self, emulatorbin: str | None, arch: str | None,
         machine: str | None, virttype: str | None, flags: int = 0) -> str: ...
 

@@ -1,0 +1,40 @@
+"""Fixtures shared by every test directory."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus" / "libvirt"
+#: State for tests that open qemu:///embed.  libvirt allows one embed root
+#: per process, so the whole session shares this one; it lives in the
+#: checkout (ignored by git) so QEMU's probed capabilities stay cached
+#: between runs.
+TEST_STATE_DIR = REPO / ".state" / "tests"
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> pathlib.Path:
+    """The libvirt XML corpus beside the checkout (``../shared``)."""
+    if not CORPUS.is_dir():
+        pytest.skip(f"libvirt XML corpus not found at {CORPUS} (it is "
+                    "shared/corpus/libvirt beside the repository)")
+    return CORPUS
+
+
+@pytest.fixture(scope="session", autouse=True)
+def virtdriver_state_dir() -> pathlib.Path:
+    """Point VIRTDRIVER_STATE_DIR at the tests' own state for the session."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VIRTDRIVER_STATE_DIR", str(TEST_STATE_DIR))
+        yield TEST_STATE_DIR
+
+
+@pytest.fixture(scope="session")
+def in_ci() -> bool:
+    """Whether this runs under CI (CI=true), where nothing may be skipped
+    for want of an installed part: the bootstrap installs them all."""
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")

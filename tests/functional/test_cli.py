@@ -1,0 +1,175 @@
+"""The ``virtdriver report`` command, fed by a fake libvirt connection.
+
+The fake returns corpus XML (or hostile XML) so the CLI's parsing,
+rendering and error paths run without libvirt.
+"""
+
+from __future__ import annotations
+
+import json
+
+import libvirt
+import pytest
+
+from virtdriver import cli
+from virtdriver.drivers.libvirt.connection import (
+    LibvirtConnectionError,
+    URIChoice,
+)
+
+FAKE_URI = "fake:///corpus"
+HOST_FILE = "hostcaps/caps-qemu-kvm.xml"
+DOMAIN_FILE = "domcaps/qemu_10.0.0-q35.x86_64+amdsev.xml"
+
+BILLION_LAUGHS = """<?xml version="1.0"?>
+<!DOCTYPE capabilities [
+ <!ENTITY lol "lol">
+ <!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol2 "&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;">
+]>
+<capabilities><host><uuid>&lol2;</uuid></host></capabilities>
+"""
+
+
+class FakeConnection:
+    """The two virConnect calls the report makes, answering canned XML."""
+
+    def __init__(self, host_xml, domain_xml=None, domain_error=None):
+        self.host_xml = host_xml
+        self.domain_xml = domain_xml
+        self.domain_error = domain_error
+        self.domain_calls = []
+        self.closed = False
+
+    def getCapabilities(self):
+        return self.host_xml
+
+    def getDomainCapabilities(self, emulatorbin, arch, machine, virttype,
+                              flags=0):
+        self.domain_calls.append((emulatorbin, arch, machine, virttype))
+        if self.domain_error is not None:
+            raise self.domain_error
+        return self.domain_xml
+
+    def close(self):
+        self.closed = True
+
+
+def opener_for(conn, reason="fake for tests"):
+    def opener(uri):
+        return conn, URIChoice(uri or FAKE_URI, reason)
+    return opener
+
+
+@pytest.fixture
+def corpus_conn(corpus_dir):
+    return FakeConnection((corpus_dir / HOST_FILE).read_text(),
+                          (corpus_dir / DOMAIN_FILE).read_text())
+
+
+def test_text_report_names_uri_reason_and_domain_caps(corpus_conn, capsys):
+    status = cli.main(["report"], opener=opener_for(corpus_conn))
+
+    out = capsys.readouterr().out
+    assert status == 0
+    assert f"libvirt URI: {FAKE_URI}" in out
+    assert "why: fake for tests" in out
+    assert "NUMA cells: 1, CPUs: 4" in out
+    assert "CPUs 0-3" in out
+    assert "machine pc-q35-10.0, virt type kvm" in out
+    assert "disk buses:   fdc, scsi, virtio, usb, sata, nvme" in out
+    assert "firmware:     bios, efi" in out
+    assert "TPM models:   tpm-tis, tpm-crb" in out
+    assert "SEV:          supported" in out
+    assert "TDX:          not supported" in out
+    assert corpus_conn.closed
+
+
+def test_domain_caps_asked_for_host_arch_with_kvm(corpus_conn, capsys):
+    cli.main(["report"], opener=opener_for(corpus_conn))
+
+    # caps-qemu-kvm.xml lists kvm guests of x86_64, the host CPU's arch.
+    assert corpus_conn.domain_calls == [(None, "x86_64", None, "kvm")]
+
+
+def test_json_report_parses_and_carries_the_models(corpus_conn, capsys):
+    status = cli.main(["report", "--format", "json"],
+                      opener=opener_for(corpus_conn))
+
+    data = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert data["uri"] == FAKE_URI
+    assert data["uri_reason"] == "fake for tests"
+    assert [cell["id"] for cell in data["host"]["cells"]] == [0]
+    assert sorted(cpu["id"] for cpu in data["host"]["cells"][0]["cpus"]) \
+        == [0, 1, 2, 3]
+    assert data["domain"]["unknown"] is False
+    assert data["domain"]["machine"] == "pc-q35-10.0"
+    assert "nvme" in data["domain"]["summary"]["disk_buses"]
+    assert data["domain"]["summary"]["sev_supported"] is True
+    assert data["domain"]["features"]["sev"]["cbitpos"] == 51
+
+
+def test_refused_domain_caps_are_reported_unknown(corpus_dir, capsys):
+    conn = FakeConnection(
+        (corpus_dir / HOST_FILE).read_text(),
+        domain_error=libvirt.libvirtError("no domain caps here"))
+
+    status = cli.main(["report"], opener=opener_for(conn))
+
+    out = capsys.readouterr().out
+    assert status == 0
+    assert "virt type kvm): unknown" in out
+    assert "libvirt said: no domain caps here" in out
+
+
+@pytest.mark.parametrize("host_xml, expected", [
+    (BILLION_LAUGHS, "getCapabilities()"),
+    ("<capabilities><host><cpu>", "getCapabilities()"),
+    ("<domain/>", "getCapabilities()"),
+])
+def test_unusable_host_xml_exits_2_naming_the_source(host_xml, expected,
+                                                     capsys):
+    conn = FakeConnection(host_xml)
+
+    status = cli.main(["report"], opener=opener_for(conn))
+
+    captured = capsys.readouterr()
+    assert status == cli.EXIT_FAILURE
+    assert captured.out == ""
+    assert "libvirt capability XML not usable" in captured.err
+    assert f"{FAKE_URI} {expected}" in captured.err
+    assert conn.closed
+
+
+def test_unusable_domain_xml_exits_2(corpus_dir, capsys):
+    conn = FakeConnection((corpus_dir / HOST_FILE).read_text(),
+                          "<domainCapabilities><path>")
+
+    status = cli.main(["report", "--format", "json"],
+                      opener=opener_for(conn))
+
+    captured = capsys.readouterr()
+    assert status == cli.EXIT_FAILURE
+    assert captured.out == ""
+    assert "getDomainCapabilities(arch='x86_64', virttype='kvm')" \
+        in captured.err
+
+
+def test_connection_failure_exits_2_with_what_to_do(capsys):
+    def opener(uri):
+        raise LibvirtConnectionError(uri, "daemon gone", "start virtqemud")
+
+    status = cli.main(["report", "--uri", "qemu:///system"], opener=opener)
+
+    err = capsys.readouterr().err
+    assert status == cli.EXIT_FAILURE
+    assert "cannot open libvirt at qemu:///system: daemon gone" in err
+    assert "start virtqemud" in err
+
+
+def test_unknown_format_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["report", "--format", "yaml"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'yaml'" in capsys.readouterr().err
