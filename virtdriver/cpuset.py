@@ -39,6 +39,12 @@ def parse_cpuset(spec: str) -> frozenset[int]:
     Raises:
         CPUSetError: a token is empty, not a number, or a reversed range.
     """
+    if spec.replace(",", "").isdigit() and spec.isascii():
+        # Fast path for the common "0,16" form; anything odd in it (an
+        # empty token, a huge id) falls through to the checks below.
+        ids = spec.split(",")
+        if all(ids) and max(map(int, ids)) <= MAX_CPU_ID:
+            return frozenset(map(int, ids))
     included: set[int] = set()
     excluded: set[int] = set()
     if not spec.strip():

@@ -8,7 +8,7 @@ not say); ``False`` means libvirt said "not supported".
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 EnumValues = tuple[tuple[str, tuple[str, ...]], ...]
 
@@ -37,6 +37,11 @@ class Support:
         return self.supported is not None
 
 
+#: The value of every element a document does not have.  Models are
+#: immutable, so one shared instance serves as the default everywhere.
+NOT_REPORTED = Support()
+
+
 @dataclass(frozen=True, slots=True)
 class LoaderCaps:
     """Firmware loader: supported, known paths, types, readonly, secure."""
@@ -54,8 +59,8 @@ class OSCaps:
 
     supported: bool | None = None
     firmware: tuple[str, ...] = ()
-    firmware_features: Support = field(default_factory=Support)
-    loader: LoaderCaps = field(default_factory=LoaderCaps)
+    firmware_features: Support = NOT_REPORTED
+    loader: LoaderCaps = LoaderCaps()
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,29 +114,29 @@ class CustomCPUModes:
 class CPUCaps:
     """The four CPU modes."""
 
-    host_passthrough: Support = field(default_factory=Support)
-    maximum: Support = field(default_factory=Support)
-    host_model: HostModelCPU = field(default_factory=HostModelCPU)
-    custom: CustomCPUModes = field(default_factory=CustomCPUModes)
+    host_passthrough: Support = NOT_REPORTED
+    maximum: Support = NOT_REPORTED
+    host_model: HostModelCPU = HostModelCPU()
+    custom: CustomCPUModes = CustomCPUModes()
 
 
 @dataclass(frozen=True, slots=True)
 class Devices:
     """Device support, one :class:`Support` per device element."""
 
-    disk: Support = field(default_factory=Support)
-    graphics: Support = field(default_factory=Support)
-    video: Support = field(default_factory=Support)
-    hostdev: Support = field(default_factory=Support)
-    rng: Support = field(default_factory=Support)
-    filesystem: Support = field(default_factory=Support)
-    tpm: Support = field(default_factory=Support)
-    redirdev: Support = field(default_factory=Support)
-    channel: Support = field(default_factory=Support)
-    crypto: Support = field(default_factory=Support)
-    interface: Support = field(default_factory=Support)
-    panic: Support = field(default_factory=Support)
-    console: Support = field(default_factory=Support)
+    disk: Support = NOT_REPORTED
+    graphics: Support = NOT_REPORTED
+    video: Support = NOT_REPORTED
+    hostdev: Support = NOT_REPORTED
+    rng: Support = NOT_REPORTED
+    filesystem: Support = NOT_REPORTED
+    tpm: Support = NOT_REPORTED
+    redirdev: Support = NOT_REPORTED
+    channel: Support = NOT_REPORTED
+    crypto: Support = NOT_REPORTED
+    interface: Support = NOT_REPORTED
+    panic: Support = NOT_REPORTED
+    console: Support = NOT_REPORTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,19 +174,19 @@ class SGXCaps:
 class Features:
     """The ``<features>`` element."""
 
-    gic: Support = field(default_factory=Support)
-    vmcoreinfo: Support = field(default_factory=Support)
-    genid: Support = field(default_factory=Support)
-    backing_store_input: Support = field(default_factory=Support)
-    backup: Support = field(default_factory=Support)
-    async_teardown: Support = field(default_factory=Support)
-    s390_pv: Support = field(default_factory=Support)
-    ps2: Support = field(default_factory=Support)
-    tdx: Support = field(default_factory=Support)
-    sev: SEVCaps = field(default_factory=SEVCaps)
-    sgx: SGXCaps = field(default_factory=SGXCaps)
-    hyperv: Support = field(default_factory=Support)
-    launch_security: Support = field(default_factory=Support)
+    gic: Support = NOT_REPORTED
+    vmcoreinfo: Support = NOT_REPORTED
+    genid: Support = NOT_REPORTED
+    backing_store_input: Support = NOT_REPORTED
+    backup: Support = NOT_REPORTED
+    async_teardown: Support = NOT_REPORTED
+    s390_pv: Support = NOT_REPORTED
+    ps2: Support = NOT_REPORTED
+    tdx: Support = NOT_REPORTED
+    sev: SEVCaps = SEVCaps()
+    sgx: SGXCaps = SGXCaps()
+    hyperv: Support = NOT_REPORTED
+    launch_security: Support = NOT_REPORTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,11 +200,11 @@ class DomainCapabilities:
     arch: str | None = None
     vcpu_max: int | None = None
     iothreads: bool | None = None
-    os: OSCaps = field(default_factory=OSCaps)
-    cpu: CPUCaps = field(default_factory=CPUCaps)
-    memory_backing: Support = field(default_factory=Support)
-    devices: Devices = field(default_factory=Devices)
-    features: Features = field(default_factory=Features)
+    os: OSCaps = OSCaps()
+    cpu: CPUCaps = CPUCaps()
+    memory_backing: Support = NOT_REPORTED
+    devices: Devices = Devices()
+    features: Features = Features()
 
     @property
     def key(self) -> tuple[str | None, str | None, str | None]:

@@ -13,8 +13,8 @@ from lxml import etree
 
 from virtdriver.capabilities.domain import (
     CPUCaps, CPUFeaturePolicy, CPUModel, CustomCPUModes, Devices,
-    DomainCapabilities, Features, HostModelCPU, LoaderCaps, OSCaps, SEVCaps,
-    SGXCaps, SGXSection, Support)
+    DomainCapabilities, Features, HostModelCPU, LoaderCaps, NOT_REPORTED,
+    OSCaps, SEVCaps, SGXCaps, SGXSection, Support)
 from virtdriver.capabilities.xmlsafe import (
     DEFAULT_MAX_BYTES, ValueReader, parse_document, yes_no)
 
@@ -57,16 +57,15 @@ def _children(el: etree._Element | None) -> dict[str, etree._Element]:
 
 
 def _values(el: etree._Element) -> tuple[str, ...]:
-    return tuple((v.text or "").strip() for v in el.iterfind("value"))
+    return tuple([(v.text or "").strip() for v in el.iterchildren("value")])
 
 
 def _support(el: etree._Element | None) -> Support:
     if el is None:
-        return Support()
-    return Support(
-        supported=yes_no(el.get("supported")),
-        enums=tuple((enum.get("name", ""), _values(enum))
-                    for enum in el.iterfind("enum")))
+        return NOT_REPORTED
+    enums = [(enum.get("name", ""), _values(enum))
+             for enum in el.iterchildren("enum")]
+    return Support(supported=yes_no(el.get("supported")), enums=tuple(enums))
 
 
 class _DomainReader(ValueReader):
@@ -147,13 +146,11 @@ class _DomainReader(ValueReader):
             return CustomCPUModes()
         return CustomCPUModes(
             supported=yes_no(mode.get("supported")),
-            models=tuple(
-                CPUModel(name=(el.text or "").strip(),
-                         usable=_usable(el.get("usable")),
-                         vendor=el.get("vendor"),
-                         deprecated=yes_no(el.get("deprecated")) is True,
-                         canonical=el.get("canonical"))
-                for el in mode.iterfind("model")),
+            models=tuple([
+                CPUModel((el.text or "").strip(), yes_no(el.get("usable")),
+                         el.get("vendor"), el.get("deprecated") == "yes",
+                         el.get("canonical"))
+                for el in mode.iterchildren("model")]),
         )
 
     def _devices(self, devices: etree._Element | None) -> Devices:
@@ -203,7 +200,3 @@ class _DomainReader(ValueReader):
         return SGXSection(node=self.int_attr(el, "node"),
                           size_kib=self.kib(el, size))
 
-
-def _usable(value: str | None) -> bool | None:
-    # libvirt writes usable='unknown' when it cannot tell.
-    return yes_no(value)

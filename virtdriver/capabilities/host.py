@@ -6,7 +6,7 @@ document did not say; empty tuples and sets mean it said "none".
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +133,7 @@ class HostCapabilities:
 
     source: str
     uuid: str | None = None
-    cpu: HostCPU = field(default_factory=HostCPU)
+    cpu: HostCPU = HostCPU()
     iommu: bool | None = None
     cells: tuple[NUMACell, ...] = ()
     cache: tuple[CacheBank, ...] = ()

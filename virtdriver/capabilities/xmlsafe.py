@@ -37,7 +37,7 @@ def _parser() -> etree.XMLParser:
         parser = etree.XMLParser(
             resolve_entities=False, no_network=True, load_dtd=False,
             dtd_validation=False, huge_tree=False, remove_comments=True,
-            remove_pis=True, collect_ids=False)
+            remove_pis=True, remove_blank_text=True, collect_ids=False)
         _parsers.parser = parser
     return parser
 
@@ -119,7 +119,16 @@ class ValueReader:
         value = el.get(name)
         if value is None:
             return None
+        if value.isdigit() and value.isascii():
+            return int(value)
         return self._to_int(el, value, f"attribute {name}")
+
+    def required_int(self, el: etree._Element, name: str) -> int:
+        """Attribute ``name`` of ``el``, which must be present."""
+        value = self.int_attr(el, name)
+        if value is None:
+            raise self.error(el, f"required attribute {name} is missing")
+        return value
 
     def int_text(self, el: etree._Element | None) -> int | None:
         """Text of ``el`` as a non-negative integer (``None`` if no element)."""
@@ -150,13 +159,17 @@ class ValueReader:
         return int(text)
 
 
+_YES_NO = {"yes": True, "on": True, "no": False, "off": False}
+
+
 def yes_no(value: str | None) -> bool | None:
-    """Map libvirt's ``yes``/``no`` (also ``on``/``off``) to a tri-state."""
+    """Map libvirt's ``yes``/``no`` (also ``on``/``off``) to a tri-state.
+
+    Anything else (``unknown``, absent) gives ``None``.
+    """
     if value is None:
         return None
-    lowered = value.strip().lower()
-    if lowered in ("yes", "on"):
-        return True
-    if lowered in ("no", "off"):
-        return False
-    return None
+    found = _YES_NO.get(value)
+    if found is None:
+        found = _YES_NO.get(value.strip().lower())
+    return found
