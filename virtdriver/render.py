@@ -72,11 +72,11 @@ def _host_lines(host: HostCapabilities) -> list[str]:
     ]
     topo = cpu.topology
     if topo is not None:
-        parts = [(topo.sockets, "sockets"), (topo.dies, "dies"),
-                 (topo.clusters, "clusters"), (topo.cores, "cores"),
-                 (topo.threads, "threads")]
+        parts = [("sockets", topo.sockets), ("dies", topo.dies),
+                 ("clusters", topo.clusters), ("cores", topo.cores),
+                 ("threads", topo.threads)]
         lines.append("  topology: " + ", ".join(
-            f"{n} {what}" for n, what in parts if n is not None))
+            f"{what} {n}" for what, n in parts if n is not None))
     else:
         lines.append("  topology: not reported")
     lines.append(f"  NUMA cells: {len(host.cells)}, "
