@@ -11,6 +11,7 @@ from collections.abc import Iterable
 #: Largest CPU id accepted; far above any real host, low enough that a
 #: hostile range such as ``0-4000000000`` cannot exhaust memory.
 MAX_CPU_ID = 65535
+_MAX_ID_DIGITS = len(str(MAX_CPU_ID))
 
 
 class CPUSetError(ValueError):
@@ -43,7 +44,8 @@ def parse_cpuset(spec: str) -> frozenset[int]:
         # Fast path for the common "0,16" form; anything odd in it (an
         # empty token, a huge id) falls through to the checks below.
         ids = spec.split(",")
-        if all(ids) and max(map(int, ids)) <= MAX_CPU_ID:
+        if all(0 < len(i) <= _MAX_ID_DIGITS for i in ids) \
+                and max(map(int, ids)) <= MAX_CPU_ID:
             return frozenset(map(int, ids))
     included: set[int] = set()
     excluded: set[int] = set()
@@ -65,6 +67,9 @@ def _token_ids(spec: str, raw: str, token: str) -> range:
     for part in (first, last) if sep else (first,):
         if not (part.strip().isdigit() and part.strip().isascii()):
             raise CPUSetError(spec, raw, "is not a CPU id or range")
+        if len(part.strip().lstrip("0")) > _MAX_ID_DIGITS:
+            raise CPUSetError(spec, raw, f"goes past the largest CPU id "
+                                         f"({MAX_CPU_ID})")
     start = int(first)
     end = int(last) if sep else start
     if end < start:

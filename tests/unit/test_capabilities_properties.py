@@ -700,8 +700,8 @@ SPLICES = [
     b"<?xml version='1.0' encoding='nonsense'?>",
 ]
 #: Values that make trouble inside an attribute or as element text.
-#: "Huge" here means far past 64 bits; see the strict xfail tests below
-#: for pathological lengths that currently escape as the wrong exception.
+#: "Huge" here means far past 64 bits; pathological lengths have their
+#: own tests below.
 VALUES = [
     "-1", "", " ", "x", "1.5", "0x10", "1e3", "+1", "\u0661", "\u00b2",
     "5-1", "0-65536", "0-4000000000", "1,,2", "^", "0-", "-", "3,^3",
@@ -801,14 +801,12 @@ def test_mutated_domain_documents_parse_or_raise_capability_error(case):
     _check_parse_or_capability_error(path, parser, doc)
 
 
-# Known bugs: numbers too long for Python's int() (over 4300 digits) or for
-# a float (unit factors such as 1/1024 for 'b', 1000/1024 for 'KB') escape
-# as ValueError / OverflowError instead of CapabilityXMLError.  Strict
-# xfail: once the parsers refuse (or read) them properly these XPASS and
-# fail, so the marker gets removed.
+# Numbers too long for Python's int() (over 4300 digits) or for a float
+# (unit factors such as 1/1024 for 'b', 1000/1024 for 'KB') once escaped as
+# ValueError / OverflowError; they must raise CapabilityXMLError.
 _CELL = ("<capabilities><host><topology><cells><cell id='0'>{}</cell>"
          "</cells></topology></host></capabilities>")
-_KNOWN_BUGS = [
+_OVER_LONG_NUMBERS = [
     (parse_host_capabilities, _CELL.format(
         "<memory unit='b'>" + "9" * 400 + "</memory>")),
     (parse_host_capabilities, _CELL.format(
@@ -829,29 +827,23 @@ _KNOWN_BUGS = [
 ]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="over-long numbers escape as ValueError or "
-                          "OverflowError, not CapabilityXMLError")
-@pytest.mark.parametrize("parser, doc", _KNOWN_BUGS, ids=[
+@pytest.mark.parametrize("parser, doc", _OVER_LONG_NUMBERS, ids=[
     "memory-bytes-400-digits", "pages-KB-400-digits",
     "memory-5000-digits", "cpu-id-5000-digits", "siblings-5000-digits",
     "siblings-range-5000-digits", "vcpu-max-5000-digits",
     "sgx-section-GB-400-digits"])
 def test_over_long_numbers_raise_capability_error(parser, doc):
-    _check_parse_or_capability_error("known-bug.xml", parser,
+    _check_parse_or_capability_error("over-long.xml", parser,
                                      doc.encode())
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="a str with a lone surrogate escapes as "
-                          "UnicodeEncodeError from xml.encode('utf-8')")
 @pytest.mark.parametrize("parser, root", [
     (parse_host_capabilities, "capabilities"),
     (parse_domain_capabilities, "domainCapabilities")])
 def test_str_with_lone_surrogate_raises_capability_error(parser, root):
     # What bytes.decode(..., "surrogateescape") makes of an invalid byte.
     doc = f"<{root}><path>\udcff</path></{root}>"
-    _check_parse_or_capability_error("known-bug.xml", parser, doc)
+    _check_parse_or_capability_error("over-long.xml", parser, doc)
 
 
 @needs_corpus

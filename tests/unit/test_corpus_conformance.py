@@ -63,7 +63,7 @@ def test_host_numa_cells_account_for_every_cpu(path, corpus_dir):
         return
     assert len(caps.cells) == int(cells_el.get("num"))
     seen: set[int] = set()
-    for cell, raw_cell in zip(caps.cells, cells_el.iterfind("cell")):
+    for cell, raw_cell in zip(caps.cells, cells_el.iterfind("cell"), strict=True):
         assert cell.id == int(raw_cell.get("id"))
         assert len(cell.cpus) == int(raw_cell.find("cpus").get("num"))
         assert not seen & cell.cpu_ids, "a CPU is listed in two cells"
@@ -168,9 +168,9 @@ def test_dies_and_clusters_are_read(corpus_dir):
 def test_guest_domain_specific_machines(corpus_dir):
     caps = _host(corpus_dir / "hostcaps" / "caps-test.xml")
     raw = etree.parse(str(corpus_dir / "hostcaps" / "caps-test.xml"))
-    for guest, raw_arch in zip(caps.guests, raw.iterfind("guest/arch")):
+    for guest, raw_arch in zip(caps.guests, raw.iterfind("guest/arch"), strict=True):
         for domain, raw_domain in zip(guest.domains,
-                                      raw_arch.iterfind("domain")):
+                                      raw_arch.iterfind("domain"), strict=True):
             assert domain.type == raw_domain.get("type")
             assert [m.name for m in domain.machines] == [
                 m.text for m in raw_domain.iterfind("machine")]
@@ -236,7 +236,7 @@ def test_s390x_has_no_vga(path, corpus_dir):
     assert "virtio" in caps.video_models
 
 
-def test_x86_q35_family_is_not_empty():
+def test_x86_q35_family_is_not_empty(corpus_dir):
     assert len(X86_Q35) >= 7 and len(S390X) >= 3
 
 

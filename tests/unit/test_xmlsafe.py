@@ -143,3 +143,22 @@ def test_parser_does_not_share_state_between_threads():
     worker.join()
     assert seen[0] is not xmlsafe._parser()
     assert isinstance(seen[0], etree.XMLParser)
+
+
+def test_str_declaring_another_encoding_gets_a_clear_error():
+    doc = "<?xml version='1.0' encoding='UTF-16'?>\n<capabilities/>"
+    with pytest.raises(CapabilityXMLError) as info:
+        parse_host_capabilities(doc, "decoded.xml")
+    assert "non-UTF-8 encoding" in info.value.reason
+    assert "pass the raw bytes" in str(info.value)
+
+
+def test_huge_values_are_clipped_in_the_message():
+    doc = ("<capabilities><host><topology><cells><cell id='0'><memory>"
+           + "9" * 5000 + "</memory></cell></cells></topology></host>"
+           "</capabilities>")
+    with pytest.raises(CapabilityXMLError) as info:
+        parse_host_capabilities(doc, "huge.xml")
+    assert "larger than any 64-bit value" in info.value.reason
+    assert "(5000 characters)" in info.value.reason
+    assert len(str(info.value)) < 300

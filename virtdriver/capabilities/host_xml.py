@@ -162,12 +162,12 @@ class _HostReader(ValueReader):
             elif tag == "features":
                 features = frozenset(f.tag for f in el)
         wordsize = emulator = None
-        machines: tuple[GuestMachine, ...] = ()
+        machines = []
         domains = []
         for el in arch_el if arch_el is not None else ():
             tag = el.tag
             if tag == "machine":
-                machines += (self._machine(el),)
+                machines.append(self._machine(el))
             elif tag == "domain":
                 domains.append(self._domain(el))
             elif tag == "wordsize":
@@ -176,7 +176,8 @@ class _HostReader(ValueReader):
                 emulator = _text(el)
         return Guest(os_type=os_type,
                      arch="" if arch_el is None else arch_el.get("name", ""),
-                     wordsize=wordsize, emulator=emulator, machines=machines,
+                     wordsize=wordsize, emulator=emulator,
+                     machines=tuple(machines),
                      domains=tuple(domains), features=features)
 
     def _domain(self, domain: etree._Element) -> GuestDomain:

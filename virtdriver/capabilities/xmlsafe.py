@@ -20,13 +20,18 @@ DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 _DTD_MARKERS = (b"<!DOCTYPE", b"<!ENTITY")
 _parsers = threading.local()
 
-# Multipliers to KiB for the units libvirt accepts on memory-like elements.
-_UNIT_TO_KIB = {
-    "b": 1 / 1024, "bytes": 1 / 1024,
-    "k": 1, "kib": 1, "kb": 1000 / 1024,
-    "m": 1024, "mib": 1024, "mb": 1000 * 1000 / 1024,
-    "g": 1024 ** 2, "gib": 1024 ** 2, "gb": 1000 ** 3 / 1024,
-    "t": 1024 ** 3, "tib": 1024 ** 3, "tb": 1000 ** 4 / 1024,
+# Integers in libvirt XML are at most 64-bit; longer digit strings are refused
+# before int() (which would refuse over 4300 digits with a ValueError).
+_MAX_DIGITS = 20
+
+# Bytes per unit, for the units libvirt accepts on memory-like elements;
+# exact integer arithmetic, so huge values neither overflow nor round.
+_UNIT_BYTES = {
+    "b": 1, "bytes": 1,
+    "k": 1024, "kib": 1024, "kb": 1000,
+    "m": 1024 ** 2, "mib": 1024 ** 2, "mb": 1000 ** 2,
+    "g": 1024 ** 3, "gib": 1024 ** 3, "gb": 1000 ** 3,
+    "t": 1024 ** 4, "tib": 1024 ** 4, "tb": 1000 ** 4,
 }
 
 
@@ -57,7 +62,7 @@ def parse_document(xml: str | bytes, *, source: str, root_tag: str,
         CapabilityXMLError: the document is too large, malformed, contains
             a DTD or entity declarations, or has another root element.
     """
-    data = xml.encode("utf-8") if isinstance(xml, str) else bytes(xml)
+    data = _as_bytes(xml, source)
     if len(data) > max_bytes:
         raise CapabilityXMLError(
             source, f"document is {len(data)} bytes, over the limit of "
@@ -87,6 +92,24 @@ def parse_document(xml: str | bytes, *, source: str, root_tag: str,
             line=root.sourceline,
             hint=f"pass a <{root_tag}> document to this parser")
     return root
+
+
+def _as_bytes(xml: str | bytes, source: str) -> bytes:
+    if not isinstance(xml, str):
+        return bytes(xml)
+    head = xml[:100].lower()
+    if head.startswith("<?xml") and "encoding" in head.split("?>")[0] \
+            and not any(name in head for name in ("utf-8", "utf8", "ascii")):
+        raise CapabilityXMLError(
+            source, "a str document declares a non-UTF-8 encoding",
+            line=1, hint="pass the raw bytes instead of decoded text")
+    try:
+        return xml.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CapabilityXMLError(
+            source, f"text holds a character that is not valid Unicode "
+            f"({exc.reason} at offset {exc.start})",
+            hint="decode the source strictly, or pass its bytes") from None
 
 
 def _dtd_error(source: str, line: int | None) -> CapabilityXMLError:
@@ -119,7 +142,7 @@ class ValueReader:
         value = el.get(name)
         if value is None:
             return None
-        if value.isdigit() and value.isascii():
+        if value.isdigit() and value.isascii() and len(value) <= _MAX_DIGITS:
             return int(value)
         return self._to_int(el, value, f"attribute {name}")
 
@@ -146,17 +169,27 @@ class ValueReader:
             default_unit: str = "KiB") -> int:
         """Convert ``value`` in the unit named by ``el``'s attribute to KiB."""
         unit = el.get(unit_attr, default_unit)
-        factor = _UNIT_TO_KIB.get(unit.lower())
+        factor = _UNIT_BYTES.get(unit.lower())
         if factor is None:
             raise self.error(el, f"unknown unit {unit!r}")
-        return int(value * factor)
+        return value * factor // 1024
 
     def _to_int(self, el: etree._Element, value: str, what: str) -> int:
         text = value.strip()
         if not text.isdigit() or not text.isascii():
-            raise self.error(el, f"{what} {value!r} is not a non-negative "
-                                 "integer")
+            raise self.error(el, f"{what} {_clip(value)} is not a "
+                                 "non-negative integer")
+        if len(text) > _MAX_DIGITS:
+            raise self.error(el, f"{what} {_clip(value)} is larger than any "
+                                 "64-bit value libvirt writes")
         return int(text)
+
+
+def _clip(value: str, limit: int = 40) -> str:
+    """``repr`` of ``value``, shortened so an error message stays readable."""
+    if len(value) <= limit:
+        return repr(value)
+    return repr(value[:limit]) + f"… ({len(value)} characters)"
 
 
 _YES_NO = {"yes": True, "on": True, "no": False, "off": False}
