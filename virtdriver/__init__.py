@@ -1,0 +1,1 @@
+"""virtdriver: a virt-driver plugin framework with a libvirt backend."""
