@@ -65,7 +65,7 @@ def _support(el: etree._Element | None) -> Support:
         return NOT_REPORTED
     enums = [(enum.get("name", ""), _values(enum))
              for enum in el.iterchildren("enum")]
-    return Support(supported=yes_no(el.get("supported")), enums=tuple(enums))
+    return Support(yes_no(el.get("supported")), tuple(enums))
 
 
 class _DomainReader(ValueReader):
@@ -96,12 +96,12 @@ class _DomainReader(ValueReader):
         if os_el is None:
             return OSCaps()
         os_support = _support(os_el)
-        loader = os_el.find("loader")
+        kids = _children(os_el)
         return OSCaps(
             supported=os_support.supported,
             firmware=os_support.values("firmware"),
-            firmware_features=_support(os_el.find("firmwareFeatures")),
-            loader=self._loader(loader),
+            firmware_features=_support(kids.get("firmwareFeatures")),
+            loader=self._loader(kids.get("loader")),
         )
 
     def _loader(self, loader: etree._Element | None) -> LoaderCaps:
@@ -118,7 +118,7 @@ class _DomainReader(ValueReader):
 
     def _cpu(self, cpu: etree._Element | None) -> CPUCaps:
         modes = {mode.get("name"): mode for mode in
-                 (cpu.iterfind("mode") if cpu is not None else ())}
+                 (cpu.iterchildren("mode") if cpu is not None else ())}
         return CPUCaps(
             host_passthrough=_support(modes.get("host-passthrough")),
             maximum=_support(modes.get("maximum")),
@@ -129,16 +129,16 @@ class _DomainReader(ValueReader):
     def _host_model(self, mode: etree._Element | None) -> HostModelCPU:
         if mode is None:
             return HostModelCPU()
-        model = mode.find("model")
+        kids = _children(mode)
+        model = kids.get("model")
         return HostModelCPU(
             supported=yes_no(mode.get("supported")),
             model=self.text(model) or None,
             fallback=None if model is None else model.get("fallback"),
-            vendor=self.text(mode.find("vendor")) or None,
-            features=tuple(
-                CPUFeaturePolicy(name=el.get("name", ""),
-                                 policy=el.get("policy", "require"))
-                for el in mode.iterfind("feature")),
+            vendor=self.text(kids.get("vendor")) or None,
+            features=tuple([
+                CPUFeaturePolicy(el.get("name", ""), el.get("policy", "require"))
+                for el in mode.iterchildren("feature")]),
         )
 
     def _custom(self, mode: etree._Element | None) -> CustomCPUModes:
@@ -169,28 +169,32 @@ class _DomainReader(ValueReader):
     def _sev(self, sev: etree._Element | None) -> SEVCaps:
         if sev is None:
             return SEVCaps()
+        kids = _children(sev)
         return SEVCaps(
             supported=yes_no(sev.get("supported")),
-            cbitpos=self.int_text(sev.find("cbitpos")),
-            reduced_phys_bits=self.int_text(sev.find("reducedPhysBits")),
-            max_guests=self.int_text(sev.find("maxGuests")),
-            max_es_guests=self.int_text(sev.find("maxESGuests")),
+            cbitpos=self.int_text(kids.get("cbitpos")),
+            reduced_phys_bits=self.int_text(kids.get("reducedPhysBits")),
+            max_guests=self.int_text(kids.get("maxGuests")),
+            max_es_guests=self.int_text(kids.get("maxESGuests")),
         )
 
     def _sgx(self, sgx: etree._Element | None) -> SGXCaps:
         if sgx is None:
             return SGXCaps()
-        section_size = sgx.find("section_size")
+        kids = _children(sgx)
+        section_size = kids.get("section_size")
         size = self.int_text(section_size)
+        sections = kids.get("sections")
         return SGXCaps(
             supported=yes_no(sgx.get("supported")),
-            flc=yes_no(self.text(sgx.find("flc"))),
-            sgx1=yes_no(self.text(sgx.find("sgx1"))),
-            sgx2=yes_no(self.text(sgx.find("sgx2"))),
+            flc=yes_no(self.text(kids.get("flc"))),
+            sgx1=yes_no(self.text(kids.get("sgx1"))),
+            sgx2=yes_no(self.text(kids.get("sgx2"))),
             section_size_kib=(None if size is None
                               else self.kib(section_size, size)),
-            sections=tuple(self._sgx_section(el)
-                           for el in sgx.iterfind("sections/section")),
+            sections=() if sections is None else tuple(
+                self._sgx_section(el)
+                for el in sections.iterchildren("section")),
         )
 
     def _sgx_section(self, el: etree._Element) -> SGXSection:

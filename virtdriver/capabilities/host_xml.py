@@ -117,8 +117,8 @@ class _HostReader(ValueReader):
             if tag == "memory":
                 memory_kib = self.kib(el, self.int_text(el))
             elif tag == "pages":
-                pages.append(Pages(size_kib=self._page_size(el),
-                                   count=self.int_text(el) or 0))
+                pages.append(Pages(self._page_size(el),
+                                   self.int_text(el) or 0))
             elif tag == "distances":
                 distances = tuple(
                     (self.required_int(s, "id"), self.required_int(s, "value"))
@@ -131,14 +131,9 @@ class _HostReader(ValueReader):
 
     def _cell_cpu(self, el: etree._Element) -> CellCPU:
         int_attr = self.int_attr
-        return CellCPU(
-            id=self.required_int(el, "id"),
-            socket_id=int_attr(el, "socket_id"),
-            die_id=int_attr(el, "die_id"),
-            cluster_id=int_attr(el, "cluster_id"),
-            core_id=int_attr(el, "core_id"),
-            siblings=self._cpuset(el, "siblings"),
-        )
+        return CellCPU(self.required_int(el, "id"), int_attr(el, "socket_id"),
+                       int_attr(el, "die_id"), int_attr(el, "cluster_id"),
+                       int_attr(el, "core_id"), self._cpuset(el, "siblings"))
 
     def _bank(self, el: etree._Element) -> CacheBank:
         return CacheBank(
@@ -192,10 +187,10 @@ class _HostReader(ValueReader):
                            machines=tuple(machines))
 
     def _machine(self, el: etree._Element) -> GuestMachine:
-        return GuestMachine(name=(el.text or "").strip(),
-                            canonical=el.get("canonical"),
-                            max_cpus=self.int_attr(el, "maxCpus"),
-                            deprecated=el.get("deprecated") == "yes")
+        # Positional arguments: this runs once per machine type (hundreds).
+        return GuestMachine((el.text or "").strip(), el.get("canonical"),
+                            self.int_attr(el, "maxCpus"),
+                            el.get("deprecated") == "yes")
 
     def _cpuset(self, el: etree._Element, name: str) -> frozenset[int]:
         try:
