@@ -80,16 +80,19 @@ def _token_ids(spec: str, raw: str, token: str) -> range:
     return range(start, end + 1)
 
 
+def cpu_runs(cpus: Iterable[int]) -> list[tuple[int, int]]:
+    """Consecutive runs of CPU ids, e.g. ``{0,1,2,8}`` as ``[(0, 2), (8, 8)]``."""
+    ordered = sorted(set(cpus))
+    runs: list[tuple[int, int]] = []
+    for cpu in ordered:
+        if runs and runs[-1][1] == cpu - 1:
+            runs[-1] = (runs[-1][0], cpu)
+        else:
+            runs.append((cpu, cpu))
+    return runs
+
+
 def format_cpuset(cpus: Iterable[int]) -> str:
     """Render CPU ids compactly, e.g. ``{0,1,2,3,8}`` as ``"0-3,8"``."""
-    ordered = sorted(set(cpus))
-    parts: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        parts.append(str(ordered[i]) if i == j
-                     else f"{ordered[i]}-{ordered[j]}")
-        i = j + 1
-    return ",".join(parts)
+    return ",".join(str(first) if first == last else f"{first}-{last}"
+                    for first, last in cpu_runs(cpus))

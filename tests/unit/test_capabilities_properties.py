@@ -35,7 +35,7 @@ from virtdriver.capabilities.domain import (
 from virtdriver.capabilities.host import (
     CacheBank, CellCPU, CPUTopology, Guest, GuestDomain, GuestMachine,
     HostCPU, NUMACell, Pages)
-from virtdriver.cpuset import format_cpuset, parse_cpuset
+from virtdriver.cpuset import cpu_runs, format_cpuset, parse_cpuset
 
 ROUND_TRIP = settings(max_examples=100, deadline=None, derandomize=True,
                       database=None,
@@ -111,18 +111,12 @@ def render_size(rnd: random.Random, el: etree._Element, kib: int,
 
 def render_cpuset(rnd: random.Random, cpus: frozenset[int]) -> str:
     """Render like libvirt (``0-3``, ``0,4``), with random range folding."""
-    ordered = sorted(cpus)
     parts: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        if j > i and rnd.random() < 0.7:
-            parts.append(f"{ordered[i]}-{ordered[j]}")
+    for first, last in cpu_runs(cpus):
+        if last > first and rnd.random() < 0.7:
+            parts.append(f"{first}-{last}")
         else:
-            parts.extend(str(n) for n in ordered[i:j + 1])
-        i = j + 1
+            parts.extend(str(n) for n in range(first, last + 1))
     return ",".join(parts)
 
 
@@ -186,14 +180,14 @@ host_cpus = st.builds(
         dies=st.none() | small_ints, clusters=st.none() | small_ints,
         cores=st.none() | small_ints, threads=st.none() | small_ints),
     page_sizes_kib=st.lists(sizes_kib, max_size=3).map(tuple))
-cpu_runs = st.builds(lambda start, length: frozenset(range(start,
+cpu_blocks = st.builds(lambda start, length: frozenset(range(start,
                                                         start + length)),
                      st.integers(min_value=0, max_value=300),
                      st.integers(min_value=1, max_value=12))
 #: CPU sets with scattered ids and with runs (which render as ranges).
 cpu_id_sets = st.one_of(
     st.frozensets(st.integers(min_value=0, max_value=300), max_size=8),
-    st.lists(cpu_runs, max_size=3).map(lambda runs: frozenset().union(*runs)))
+    st.lists(cpu_blocks, max_size=3).map(lambda runs: frozenset().union(*runs)))
 
 
 @st.composite

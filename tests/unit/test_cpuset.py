@@ -1,6 +1,7 @@
 import pytest
 
-from virtdriver.cpuset import CPUSetError, MAX_CPU_ID, format_cpuset, parse_cpuset
+from virtdriver.cpuset import (
+    MAX_CPU_ID, CPUSetError, cpu_runs, format_cpuset, parse_cpuset)
 
 
 @pytest.mark.parametrize("spec, expected", [
@@ -47,3 +48,8 @@ def test_largest_cpu_id_is_accepted():
 def test_format_cpuset(cpus, text):
     assert format_cpuset(cpus) == text
     assert parse_cpuset(text) == frozenset(cpus)
+
+
+def test_cpu_runs():
+    assert cpu_runs([8, 0, 1, 2, 2]) == [(0, 2), (8, 8)]
+    assert cpu_runs([]) == []
