@@ -28,13 +28,13 @@ class Ownership:
         """Whether ``trait`` is this driver's to set and remove."""
         return trait in self.static or trait.startswith(self.prefixes)
 
-    def union(self, other: "Ownership") -> "Ownership":
+    def union(self, other: Ownership) -> Ownership:
         """Both registries together."""
         return Ownership(self.static | other.static,
                          tuple(dict.fromkeys(self.prefixes + other.prefixes)))
 
     @classmethod
-    def of(cls, families: Iterable) -> "Ownership":
+    def of(cls, families: Iterable) -> Ownership:
         """The registry covering every trait and prefix of ``families``."""
         static: set[str] = set()
         prefixes: list[str] = []
