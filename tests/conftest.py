@@ -7,8 +7,9 @@ import pathlib
 
 import pytest
 
+from tests.corpus import CORPUS
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus" / "libvirt"
 #: State for tests that open qemu:///embed.  libvirt allows one embed root
 #: per process, so the whole session shares this one; it lives in the
 #: checkout (ignored by git) so QEMU's probed capabilities stay cached

@@ -51,6 +51,12 @@ class FakeConnection:
             raise self.domain_error
         return self.domain_xml
 
+    def getLibVersion(self):
+        return 9000000
+
+    def getVersion(self):
+        return 7002000
+
     def close(self):
         self.closed = True
 
@@ -142,18 +148,20 @@ def test_unusable_host_xml_exits_2_naming_the_source(host_xml, expected,
     assert conn.closed
 
 
-def test_unusable_domain_xml_exits_2(corpus_dir, capsys):
+def test_unusable_domain_xml_is_unknown_not_fatal(corpus_dir, capsys):
     conn = FakeConnection((corpus_dir / HOST_FILE).read_text(),
                           "<domainCapabilities><path>")
 
     status = cli.main(["report", "--format", "json"],
                       opener=opener_for(conn))
 
-    captured = capsys.readouterr()
-    assert status == cli.EXIT_FAILURE
-    assert captured.out == ""
-    assert "getDomainCapabilities(arch='x86_64', virttype='kvm')" \
-        in captured.err
+    data = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert data["host"]["cpu"]["arch"] == "x86_64"
+    assert data["domain"]["unknown"] is True
+    assert "getDomainCapabilities(arch='x86_64', machine=None, " \
+           "virttype='kvm')" in data["domain"]["reason"]
+    assert "malformed XML" in data["domain"]["reason"]
 
 
 def test_connection_failure_exits_2_with_what_to_do(capsys):

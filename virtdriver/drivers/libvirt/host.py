@@ -1,4 +1,4 @@
-"""Read what a libvirt host is: host capabilities and domain capabilities.
+"""Read what a libvirt host is: host capabilities, domain capabilities, versions.
 
 The I/O half of the capability model: ask libvirt for XML, hand it to the
 pure parsers in :mod:`virtdriver.capabilities`.  A domain capabilities call
@@ -15,21 +15,29 @@ from typing import Protocol
 import libvirt
 
 from virtdriver.capabilities import (
+    CapabilityXMLError,
     DomainCapabilities,
     HostCapabilities,
     parse_domain_capabilities,
     parse_host_capabilities,
 )
+from virtdriver.capabilities.traits.config import TraitConfig
+from virtdriver.capabilities.traits.domain_selection import domain_keys
+from virtdriver.capabilities.traits.model import DomainKey, DomainReading
 
 
 class CapabilitySource(Protocol):
-    """The two calls of ``libvirt.virConnect`` this module uses."""
+    """The calls of ``libvirt.virConnect`` this module uses."""
 
     def getCapabilities(self) -> str: ...
 
     def getDomainCapabilities(
         self, emulatorbin: str | None, arch: str | None,
         machine: str | None, virttype: str | None, flags: int = 0) -> str: ...
+
+    def getLibVersion(self) -> int: ...
+
+    def getVersion(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -40,46 +48,95 @@ class Unknown:
     error_code: int | None = None
     error_name: str | None = None
 
+    def describe(self) -> str:
+        """``reason [VIR_ERR_NAME]``."""
+        code = f" [{self.error_name}]" if self.error_name else ""
+        return f"{self.reason}{code}"
+
 
 @dataclass(frozen=True)
 class HostReading:
-    """One read of a host: what was asked, and what libvirt answered."""
+    """One read of a host: what was asked, and what libvirt answered.
+
+    Attributes:
+        uri: the libvirt URI read.
+        host: the host capabilities.
+        arch: the host arch (domain capabilities were asked for it).
+        virt_type: the virt type domain capabilities were asked for.
+        domain: the host arch's default-machine document, or why not.
+        domains: every document that counts for traits (see
+            :mod:`virtdriver.capabilities.traits.domain_selection`), read
+            or failed, the default-machine one first.
+        libvirt_version: ``getLibVersion()``, ``None`` if it failed.
+        hypervisor_version: ``getVersion()``, ``None`` if it failed.
+    """
 
     uri: str
     host: HostCapabilities
     arch: str
     virt_type: str
     domain: DomainCapabilities | Unknown
+    domains: tuple[DomainReading, ...] = ()
+    libvirt_version: int | None = None
+    hypervisor_version: int | None = None
 
 
-def read_host(conn: CapabilitySource, uri: str) -> HostReading:
-    """Read host capabilities, then domain capabilities for the host arch.
+def read_host(conn: CapabilitySource, uri: str,
+              config: TraitConfig | None = None) -> HostReading:
+    """Read host capabilities, the domain capabilities that count, versions.
 
-    The domain capabilities are those of the default emulator and machine
-    type for the host CPU's arch, with virt type ``kvm`` when libvirt lists
-    a kvm domain for that arch and ``qemu`` otherwise.
+    Without ``config`` the virt type is ``kvm`` when libvirt lists a kvm
+    domain for the host arch and ``qemu`` otherwise, and only the host
+    arch's default machine type is read.
+
+    A domain capabilities document libvirt refuses or that does not parse
+    becomes :class:`Unknown` with the reason; the rest is still read.
 
     Raises:
         libvirt.libvirtError: getCapabilities failed.
-        CapabilityXMLError: libvirt's XML could not be parsed.
+        CapabilityXMLError: the host capabilities could not be parsed.
     """
     host = parse_host_capabilities(conn.getCapabilities(),
                                    f"{uri} getCapabilities()")
     arch = host.cpu.arch or platform.machine()
-    virt_type = choose_virt_type(host, arch)
-    call = (f"{uri} getDomainCapabilities(arch={arch!r}, "
-            f"virttype={virt_type!r})")
+    if config is None:
+        config = TraitConfig(virt_type=choose_virt_type(host, arch))
+    keys = domain_keys(host, config) or (DomainKey(arch, config.virt_type),)
+    answers = [_read_domain(conn, uri, key) for key in keys]
+    return HostReading(
+        uri=uri, host=host, arch=arch, virt_type=config.virt_type,
+        domain=answers[0], domains=tuple(
+            DomainReading(key, caps=answer) if not isinstance(answer, Unknown)
+            else DomainReading(key, error=answer.describe())
+            for key, answer in zip(keys, answers, strict=True)),
+        libvirt_version=_version(conn.getLibVersion),
+        hypervisor_version=_version(conn.getVersion))
+
+
+def _read_domain(conn: CapabilitySource, uri: str,
+                 key: DomainKey) -> DomainCapabilities | Unknown:
+    call = (f"{uri} getDomainCapabilities(arch={key.arch!r}, "
+            f"machine={key.machine!r}, virttype={key.virt_type!r})")
     try:
-        xml = conn.getDomainCapabilities(None, arch, None, virt_type, 0)
+        xml = conn.getDomainCapabilities(None, key.arch, key.machine,
+                                         key.virt_type, 0)
     except libvirt.libvirtError as exc:
         code = exc.get_error_code()
-        domain: DomainCapabilities | Unknown = Unknown(
-            reason=exc.get_error_message() or str(exc),
-            error_code=code, error_name=_error_name(code))
-    else:
-        domain = parse_domain_capabilities(xml, call)
-    return HostReading(uri=uri, host=host, arch=arch, virt_type=virt_type,
-                       domain=domain)
+        return Unknown(reason=exc.get_error_message() or str(exc),
+                       error_code=code, error_name=_error_name(code))
+    try:
+        return parse_domain_capabilities(xml, call)
+    except CapabilityXMLError as exc:
+        # One unusable document makes its own traits unknown; it must not
+        # take the host's other facts down with it.
+        return Unknown(reason=str(exc))
+
+
+def _version(call) -> int | None:
+    try:
+        return call()
+    except libvirt.libvirtError:
+        return None
 
 
 def choose_virt_type(host: HostCapabilities, arch: str) -> str:
