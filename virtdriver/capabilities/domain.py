@@ -137,6 +137,8 @@ class Devices:
     interface: Support = NOT_REPORTED
     panic: Support = NOT_REPORTED
     console: Support = NOT_REPORTED
+    #: ``<iommu>`` with ``<enum name='model'>``, in newer libvirt only.
+    iommu: Support = NOT_REPORTED
 
 
 @dataclass(frozen=True, slots=True)
