@@ -214,6 +214,8 @@ def test_bus_listed_by_neither_document_names_both(corpus_dir):
     assert result.state is U
     assert [ev.document for ev in result.evidence] == [first.label,
                                                       second.label]
+    assert result.evidence[0].detail.startswith("list disk buses fdc, ")
+    assert result.evidence[0].detail.endswith("but not 'ide'")
 
 
 # ------------------------------------------------------- unread and empty

@@ -109,5 +109,6 @@ def enum_finding(support_name: str, what: str, enum: str, value: str,
         return Finding(TraitState.ASSERTED, f"list {what} {value!r}",
                        f"{element}/value")
     listed = ", ".join(values) or "none"
+    plural = what + ("es" if what.endswith("s") else "s")
     return Finding(TraitState.UNASSERTED,
-                   f"list {what}s {listed} but not {value!r}", element)
+                   f"list {plural} {listed} but not {value!r}", element)
