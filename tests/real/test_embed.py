@@ -16,34 +16,9 @@ import pytest
 from virtdriver import cli
 from virtdriver.cpuset import parse_cpuset
 from virtdriver.drivers.libvirt import connection
-from virtdriver.drivers.libvirt.host import Unknown, read_host
+from virtdriver.drivers.libvirt.host import Unknown
 
 pytestmark = pytest.mark.real
-
-
-@pytest.fixture(scope="module")
-def embed_uri(in_ci, virtdriver_state_dir):
-    missing = [what for what, found in (
-        ("libvirt's QEMU driver module", connection.find_qemu_driver()),
-        ("a qemu-system binary", connection.find_qemu_binary())) if not found]
-    if missing:
-        message = (f"qemu:///embed needs {' and '.join(missing)}; "
-                   "`./run setup` as root installs them")
-        if in_ci:
-            pytest.fail(message)
-        pytest.skip(message)
-    root = virtdriver_state_dir / "embed"
-    connection.prepare_embed_root(root)
-    return connection.embed_uri(root)
-
-
-@pytest.fixture(scope="module")
-def reading(embed_uri):
-    conn, _ = connection.open_connection(embed_uri)
-    try:
-        return read_host(conn, embed_uri)
-    finally:
-        conn.close()
 
 
 def test_domain_caps_list_what_qemu_offers(reading):

@@ -9,32 +9,24 @@ from __future__ import annotations
 
 import os_traits
 import pytest
-from test_embed import embed_uri, reading  # noqa: F401  (fixtures)
 
 from virtdriver.capabilities.traits import devices, firmware
 from virtdriver.capabilities.traits import memory_encryption
 from virtdriver.capabilities.traits.model import (
-    DerivationInputs, DomainKey, DomainReading, TraitState)
-from virtdriver.drivers.libvirt import connection
+    DerivationInputs, TraitState)
 from virtdriver.drivers.libvirt.host import Unknown
 
 pytestmark = pytest.mark.real
 
 
 @pytest.fixture(scope="module")
-def inputs(reading, embed_uri):  # noqa: F811  (the imported fixtures)
+def inputs(reading):
     """Derivation inputs for the host arch's default machine type."""
     assert not isinstance(reading.domain, Unknown), reading.domain
-    conn, _ = connection.open_connection(embed_uri)
-    try:
-        versions = conn.getLibVersion(), conn.getVersion()
-    finally:
-        conn.close()
-    domain = DomainReading(DomainKey(reading.arch, reading.virt_type),
-                           caps=reading.domain)
-    return DerivationInputs(host=reading.host, domains=(domain,),
-                            libvirt_version=versions[0],
-                            hypervisor_version=versions[1])
+    assert reading.libvirt_version and reading.hypervisor_version
+    return DerivationInputs(host=reading.host, domains=reading.domains[:1],
+                            libvirt_version=reading.libvirt_version,
+                            hypervisor_version=reading.hypervisor_version)
 
 
 def asserted(family, inputs):

@@ -1,0 +1,39 @@
+"""Fixtures for tests against real libvirt: one ``qemu:///embed`` per session.
+
+libvirt allows one embed root per process, so every real test shares it.
+Skipped when libvirt's QEMU driver or a qemu-system binary is missing,
+except under CI, where the bootstrap installs both and a skip would hide
+a broken install.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from virtdriver.drivers.libvirt import connection
+from virtdriver.drivers.libvirt.host import read_host
+
+
+@pytest.fixture(scope="session")
+def embed_uri(in_ci, virtdriver_state_dir):
+    missing = [what for what, found in (
+        ("libvirt's QEMU driver module", connection.find_qemu_driver()),
+        ("a qemu-system binary", connection.find_qemu_binary())) if not found]
+    if missing:
+        message = (f"qemu:///embed needs {' and '.join(missing)}; "
+                   "`./run setup` as root installs them")
+        if in_ci:
+            pytest.fail(message)
+        pytest.skip(message)
+    root = virtdriver_state_dir / "embed"
+    connection.prepare_embed_root(root)
+    return connection.embed_uri(root)
+
+
+@pytest.fixture(scope="session")
+def reading(embed_uri):
+    conn, _ = connection.open_connection(embed_uri)
+    try:
+        return read_host(conn, embed_uri)
+    finally:
+        conn.close()
