@@ -66,12 +66,12 @@ def reading(xml: bytes | None = None, error: str | None = None,
 
 def derive(config: TraitConfig, host: bytes | None = None,
            domains=None, table=MAP, host_error=None):
+    parsed = None if host is None else parse_host_capabilities(
+        host, "host.xml")
     inputs = DerivationInputs(
-        host=None if host is None else parse_host_capabilities(
-            host, "host.xml"),
-        host_error=host_error,
+        host=parsed, host_error=host_error,
         domains=(reading(domain_xml()),) if domains is None else domains,
-        config=config, cpu_model_features=table)
+        config=config.resolved(parsed), cpu_model_features=table)
     results = list(FAMILY.derive(inputs))
     assert sorted(r.trait for r in results) == sorted(FAMILY.traits)
     return {r.trait: r for r in results}

@@ -67,6 +67,7 @@ def synthetic(devices_xml: str = "", *, arch: str = "x86_64",
 
 def derive(family: TraitFamily, *readings: DomainReading,
            **inputs) -> dict[str, TraitResult]:
+    inputs.setdefault("config", TraitConfig(virt_type="kvm"))
     results = list(family.derive(DerivationInputs(domains=readings,
                                                   **inputs)))
     by_trait = {r.trait: r for r in results}

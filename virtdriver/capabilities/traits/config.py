@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from virtdriver.capabilities.host import HostCapabilities
 
 #: Option names, as an operator writes them; named in evidence.
 OPTION_VIRT_TYPE = "[libvirt] virt_type"
@@ -20,7 +22,8 @@ class TraitConfig:
     """Options that steer trait derivation (OpenStack-shaped names).
 
     Attributes:
-        virt_type: ``kvm``, ``qemu``, … — which domain capabilities count.
+        virt_type: ``kvm``, ``qemu``, … — which domain capabilities count;
+            ``None`` chooses from the host (see :meth:`resolved`).
         cpu_mode: guest CPU mode; ``None`` means the default for the virt
             type (see :attr:`effective_cpu_mode`).
         cpu_models: named models for ``custom`` mode, in preference order.
@@ -32,7 +35,7 @@ class TraitConfig:
             driver supports them (``raw``, ``qcow2``, …).
     """
 
-    virt_type: str = "kvm"
+    virt_type: str | None = None
     cpu_mode: str | None = None
     cpu_models: tuple[str, ...] = ()
     cpu_model_extra_flags: tuple[str, ...] = ()
@@ -59,7 +62,17 @@ class TraitConfig:
         and none for other virt types when it is unset."""
         if self.cpu_mode is not None:
             return self.cpu_mode
-        return "host-model" if self.virt_type in ("kvm", "qemu") else "none"
+        return ("host-model" if self.virt_type in (None, "kvm", "qemu")
+                else "none")
+
+    def resolved(self, host: HostCapabilities | None) -> TraitConfig:
+        """This config with ``virt_type`` chosen when it is unset: ``kvm``
+        when libvirt offers kvm guests of the host's arch, else ``qemu``."""
+        if self.virt_type is not None or host is None:
+            return self
+        kvm = any(guest.arch == host.cpu.arch and "kvm" in guest.domain_types
+                  for guest in host.guests)
+        return replace(self, virt_type="kvm" if kvm else "qemu")
 
     def machine_types_for(self, arch: str) -> tuple[str, ...]:
         """Configured machine types for ``arch``."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -95,16 +95,20 @@ def derive_traits(inputs: DerivationInputs,
                   families: Iterable[TraitFamily]) -> TraitReport:
     """Derive every trait of ``families`` from ``inputs``.
 
-    Each family answers for its own traits; a name that is not a valid
-    trait, or that its family does not declare (so it would not be owned
-    and could leak), is collected in :attr:`TraitReport.invalid` with its
-    evidence instead of being used.
+    An unset virt type is chosen from the host first (see
+    :meth:`TraitConfig.resolved`).  Each family answers for its own
+    traits; a name that is not a valid trait, or that its family does not
+    declare (so it would not be owned and could leak), is collected in
+    :attr:`TraitReport.invalid` with its evidence instead of being used.
 
     Raises:
         ValueError: two families answered for the same trait (a bug in the
             family table, not in the input).
     """
     families = tuple(families)
+    config = inputs.config.resolved(inputs.host)
+    if config is not inputs.config:
+        inputs = replace(inputs, config=config)
     results: dict[str, TraitResult] = {}
     invalid: list[InvalidTrait] = []
     for family in families:

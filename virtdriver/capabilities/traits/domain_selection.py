@@ -22,6 +22,7 @@ from virtdriver.capabilities.traits.model import DomainKey
 def domain_keys(host: HostCapabilities,
                 config: TraitConfig) -> tuple[DomainKey, ...]:
     """The documents that count, in a stable order (see module doc)."""
+    config = config.resolved(host)
     arches = [host.cpu.arch] if host.cpu.arch else []
     arches += [arch for arch, _ in config.machine_types]
     runnable = {guest.arch for guest in host.guests

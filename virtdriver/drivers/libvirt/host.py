@@ -62,7 +62,8 @@ class HostReading:
         uri: the libvirt URI read.
         host: the host capabilities.
         arch: the host arch (domain capabilities were asked for it).
-        virt_type: the virt type domain capabilities were asked for.
+        config: the configuration the reading was taken with, its virt
+            type resolved; it chose which domain capabilities were read.
         domain: the host arch's default-machine document, or why not.
         domains: every document that counts for traits (see
             :mod:`virtdriver.capabilities.traits.domain_selection`), read
@@ -74,20 +75,24 @@ class HostReading:
     uri: str
     host: HostCapabilities
     arch: str
-    virt_type: str
+    config: TraitConfig
     domain: DomainCapabilities | Unknown
     domains: tuple[DomainReading, ...] = ()
     libvirt_version: int | None = None
     hypervisor_version: int | None = None
+
+    @property
+    def virt_type(self) -> str:
+        """The virt type domain capabilities were asked for."""
+        return self.config.virt_type or ""
 
 
 def read_host(conn: CapabilitySource, uri: str,
               config: TraitConfig | None = None) -> HostReading:
     """Read host capabilities, the domain capabilities that count, versions.
 
-    Without ``config`` the virt type is ``kvm`` when libvirt lists a kvm
-    domain for the host arch and ``qemu`` otherwise, and only the host
-    arch's default machine type is read.
+    An unset virt type (the default config) is ``kvm`` when libvirt lists a
+    kvm domain for the host arch and ``qemu`` otherwise.
 
     A domain capabilities document libvirt refuses or that does not parse
     becomes :class:`Unknown` with the reason; the rest is still read.
@@ -99,12 +104,12 @@ def read_host(conn: CapabilitySource, uri: str,
     host = parse_host_capabilities(conn.getCapabilities(),
                                    f"{uri} getCapabilities()")
     arch = host.cpu.arch or platform.machine()
-    if config is None:
-        config = TraitConfig(virt_type=choose_virt_type(host, arch))
-    keys = domain_keys(host, config) or (DomainKey(arch, config.virt_type),)
+    config = (config or TraitConfig()).resolved(host)
+    keys = domain_keys(host, config) or (
+        DomainKey(arch, config.virt_type or "qemu"),)
     answers = [_read_domain(conn, uri, key) for key in keys]
     return HostReading(
-        uri=uri, host=host, arch=arch, virt_type=config.virt_type,
+        uri=uri, host=host, arch=arch, config=config,
         domain=answers[0], domains=tuple(
             DomainReading(key, caps=answer) if not isinstance(answer, Unknown)
             else DomainReading(key, error=answer.describe())
@@ -137,14 +142,6 @@ def _version(call) -> int | None:
         return call()
     except libvirt.libvirtError:
         return None
-
-
-def choose_virt_type(host: HostCapabilities, arch: str) -> str:
-    """``kvm`` if libvirt offers kvm guests of ``arch``, else ``qemu``."""
-    for guest in host.guests:
-        if guest.arch == arch and "kvm" in guest.domain_types:
-            return "kvm"
-    return "qemu"
 
 
 #: VIR_ERR_* names that are error *levels*, not codes; their values clash.
