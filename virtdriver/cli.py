@@ -11,12 +11,18 @@ import libvirt
 
 from virtdriver import render
 from virtdriver.capabilities import CapabilityXMLError
+from virtdriver.capabilities.traits.config import CPU_MODES, TraitConfig
+from virtdriver.capabilities.traits.explain import explain
 from virtdriver.drivers.libvirt.connection import (
     LibvirtConnectionError,
     URIChoice,
     open_connection,
 )
-from virtdriver.drivers.libvirt.host import CapabilitySource, read_host
+from virtdriver.drivers.libvirt.cpu_map_loader import (
+    DEFAULT_CPU_MAP_DIR, load_cpu_map)
+from virtdriver.drivers.libvirt.host import (
+    CapabilitySource, HostReading, read_host)
+from virtdriver.drivers.libvirt.traits import trait_report
 
 #: Exit status for input the user or the host got wrong (bad XML, no libvirt).
 EXIT_FAILURE = 2
@@ -24,22 +30,71 @@ EXIT_FAILURE = 2
 Opener = Callable[[str | None], tuple[CapabilitySource, URIChoice]]
 
 
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _machine_types(text: str) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in _csv(text):
+        arch, sep, machine = item.partition("=")
+        if not sep or not arch.strip() or not machine.strip():
+            raise argparse.ArgumentTypeError(
+                f"{item!r} is not ARCH=MACHINE (e.g. x86_64=q35)")
+        pairs.append((arch.strip(), machine.strip()))
+    return tuple(pairs)
+
+
+def _add_host_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--uri", help="libvirt URI to open (default: "
+                        "qemu:///system if a daemon answers, else "
+                        "qemu:///embed if the QEMU driver is installed, "
+                        "else test:///default)")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="output format (default: text)")
+    group = parser.add_argument_group(
+        "guest configuration", "OpenStack-shaped options that decide which "
+        "traits the host offers")
+    group.add_argument("--virt-type", metavar="TYPE",
+                       help="[libvirt] virt_type (default: kvm when libvirt "
+                       "offers it for the host arch, else qemu)")
+    group.add_argument("--cpu-mode", choices=CPU_MODES,
+                       help="[libvirt] cpu_mode (default: host-model for "
+                       "kvm and qemu)")
+    group.add_argument("--cpu-models", type=_csv, default=(), metavar="A,B",
+                       help="[libvirt] cpu_models, for --cpu-mode custom")
+    group.add_argument("--cpu-model-extra-flags", type=_csv, default=(),
+                       metavar="+F,-G", help="[libvirt] cpu_model_extra_flags;"
+                       " write --cpu-model-extra-flags=-flag for a removal")
+    group.add_argument("--hw-machine-type", type=_machine_types, default=(),
+                       metavar="ARCH=MACHINE,...",
+                       help="[libvirt] hw_machine_type")
+    group.add_argument("--image-type-exclude-list", type=_csv, default=(),
+                       metavar="raw,...",
+                       help="[compute] image_type_exclude_list")
+    group.add_argument("--cpu-map", default=str(DEFAULT_CPU_MAP_DIR),
+                       metavar="DIR", help="libvirt's CPU map (default: "
+                       "%(default)s)")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``virtdriver`` command."""
     parser = argparse.ArgumentParser(
         prog="virtdriver",
         description="Virt-driver plugin framework tools.")
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="COMMAND")
     report = commands.add_parser(
-        "report", help="show what libvirt says this host is",
-        description="Read libvirt's host and domain capabilities and show "
-                    "the parsed model.  Without --uri: qemu:///system if a "
-                    "daemon answers, else qemu:///embed if the QEMU driver "
-                    "is installed, else test:///default.")
-    report.add_argument("--uri", help="libvirt URI to open (default: chosen "
-                                      "as above)")
-    report.add_argument("--format", choices=("text", "json"), default="text",
-                        help="output format (default: text)")
+        "report", help="show what libvirt says this host is, and its traits",
+        description="Read libvirt's host and domain capabilities, show the "
+                    "parsed model and the traits derived from it.")
+    _add_host_options(report)
+    explain_cmd = commands.add_parser(
+        "explain", help="explain why traits are or are not on this host",
+        description="For each TRAIT: asserted, unasserted, unknown, not "
+                    "ours or invalid, in one sentence, with the evidence.")
+    explain_cmd.add_argument("traits", nargs="+", metavar="TRAIT")
+    _add_host_options(explain_cmd)
     return parser
 
 
@@ -47,24 +102,54 @@ def main(argv: Sequence[str] | None = None, *,
          opener: Opener = open_connection) -> int:
     """Run the command line ``argv``; return the exit status."""
     args = build_parser().parse_args(argv)
-    if args.command == "report":
-        return report_command(args.uri, args.format, opener=opener)
-    raise AssertionError(f"unhandled command {args.command!r}")
+    try:
+        config = TraitConfig(
+            virt_type=args.virt_type, cpu_mode=args.cpu_mode,
+            cpu_models=args.cpu_models,
+            cpu_model_extra_flags=args.cpu_model_extra_flags,
+            machine_types=args.hw_machine_type,
+            image_type_exclude_list=args.image_type_exclude_list)
+    except ValueError as exc:
+        print(f"virtdriver: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    return run_command(args, config, opener=opener)
 
 
-def report_command(uri: str | None, fmt: str, *, opener: Opener,
-                   out: TextIO | None = None,
-                   err: TextIO | None = None) -> int:
-    """Open libvirt (via ``opener``), read the host, print the report."""
+def run_command(args: argparse.Namespace, config: TraitConfig, *,
+                opener: Opener, out: TextIO | None = None,
+                err: TextIO | None = None) -> int:
+    """Read the host (via ``opener``), derive traits, print the answer."""
     out = out or sys.stdout
     err = err or sys.stderr
+    reading = _read(args.uri, config, opener, err)
+    if isinstance(reading, int):
+        return reading
+    reading, choice = reading
+    try:
+        cpu_map = load_cpu_map(args.cpu_map)
+    except CapabilityXMLError as exc:
+        print(f"virtdriver: libvirt's CPU map is not usable: {exc}", file=err)
+        return EXIT_FAILURE
+    report = trait_report(reading, cpu_map)
+    if args.command == "explain":
+        answers = [explain(trait, report) for trait in args.traits]
+        out.write(render.render_explanations(answers, args.format))
+    else:
+        renderer = (render.render_json if args.format == "json"
+                    else render.render_text)
+        out.write(renderer(reading, choice.reason, report))
+    return 0
+
+
+def _read(uri: str | None, config: TraitConfig, opener: Opener,
+          err: TextIO) -> tuple[HostReading, URIChoice] | int:
     try:
         conn, choice = opener(uri)
     except LibvirtConnectionError as exc:
         print(f"virtdriver: {exc}", file=err)
         return EXIT_FAILURE
     try:
-        reading = read_host(conn, choice.uri)
+        return read_host(conn, choice.uri, config), choice
     except CapabilityXMLError as exc:
         print(f"virtdriver: libvirt capability XML not usable: {exc}",
               file=err)
@@ -77,11 +162,6 @@ def report_command(uri: str | None, fmt: str, *, opener: Opener,
         close = getattr(conn, "close", None)
         if close is not None:
             close()
-    renderer = render.render_json if fmt == "json" else render.render_text
-    out.write(renderer(reading, choice.reason))
-    if fmt == "json":
-        out.write("\n")
-    return 0
 
 
 if __name__ == "__main__":

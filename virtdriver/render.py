@@ -12,17 +12,23 @@ import json
 from typing import Any
 
 from virtdriver.capabilities import DomainCapabilities, HostCapabilities
+from virtdriver.capabilities.traits.derive import TraitReport
+from virtdriver.capabilities.traits.explain import Explanation
 from virtdriver.cpuset import format_cpuset
 from virtdriver.drivers.libvirt.host import HostReading, Unknown
 
 
-def render_json(reading: HostReading, uri_reason: str) -> str:
-    """Everything read, as JSON: the full models plus a domain summary."""
+def render_json(reading: HostReading, uri_reason: str,
+                report: TraitReport) -> str:
+    """Everything read, as JSON: the full models, a domain summary, the
+    documents that count for traits, and every owned trait with evidence."""
     data: dict[str, Any] = {
         "uri": reading.uri,
         "uri_reason": uri_reason,
         "arch": reading.arch,
         "virt_type": reading.virt_type,
+        "libvirt_version": reading.libvirt_version,
+        "hypervisor_version": reading.hypervisor_version,
         "host": dataclasses.asdict(reading.host),
     }
     if isinstance(reading.domain, Unknown):
@@ -32,6 +38,11 @@ def render_json(reading: HostReading, uri_reason: str) -> str:
         data["domain"] = {"unknown": False,
                           "summary": _domain_summary(reading.domain),
                           **dataclasses.asdict(reading.domain)}
+    data["trait_documents"] = [
+        {"label": r.label, "arch": r.key.arch, "machine": r.key.machine,
+         "virt_type": r.key.virt_type, "read": r.caps is not None,
+         "error": r.error} for r in reading.domains]
+    data["traits"] = report.to_json()
     return json.dumps(data, indent=2, default=_json_default)
 
 
@@ -53,13 +64,52 @@ def _domain_summary(domain: DomainCapabilities) -> dict[str, Any]:
     }
 
 
-def render_text(reading: HostReading, uri_reason: str) -> str:
-    """A short human summary of the host and its domain capabilities."""
+def render_text(reading: HostReading, uri_reason: str,
+                report: TraitReport) -> str:
+    """A short human summary of the host, its domain capabilities and
+    traits."""
     lines = [f"libvirt URI: {reading.uri}", f"  why: {uri_reason}", ""]
     lines += _host_lines(reading.host)
     lines.append("")
     lines += _domain_lines(reading)
+    lines.append("")
+    lines += _trait_lines(reading, report)
     return "\n".join(lines) + "\n"
+
+
+def _trait_lines(reading: HostReading, report: TraitReport) -> list[str]:
+    lines = ["Traits (run `virtdriver explain TRAIT` for the evidence)",
+             "  from: " + "; ".join(
+                 r.label + ("" if r.caps is not None else " — unread")
+                 for r in reading.domains)]
+    for title, names in (("asserted", report.asserted),
+                         ("unknown, left as they are", report.unknown)):
+        lines.append(f"  {title} ({len(names)}):")
+        lines += _wrapped(sorted(names), indent=4)
+    lines.append(f"  unasserted: {len(report.unasserted)} owned traits")
+    for bad in report.invalid:
+        lines.append(f"  INVALID {bad.name} from {bad.family}: {bad.reason}")
+    return lines
+
+
+def _wrapped(names: list[str], indent: int, width: int = 79) -> list[str]:
+    lines: list[str] = []
+    current = " " * indent
+    for name in names:
+        if len(current) + len(name) + 1 > width and current.strip():
+            lines.append(current.rstrip())
+            current = " " * indent
+        current += name + " "
+    if current.strip():
+        lines.append(current.rstrip())
+    return lines or [" " * indent + "none"]
+
+
+def render_explanations(answers: list[Explanation], fmt: str) -> str:
+    """Explanations as text (a paragraph each) or as a JSON list."""
+    if fmt == "json":
+        return json.dumps([a.to_json() for a in answers], indent=2) + "\n"
+    return "\n".join(a.text() for a in answers) + "\n"
 
 
 def _host_lines(host: HostCapabilities) -> list[str]:
@@ -97,10 +147,9 @@ def _host_lines(host: HostCapabilities) -> list[str]:
 def _domain_lines(reading: HostReading) -> list[str]:
     domain = reading.domain
     if isinstance(domain, Unknown):
-        code = f" [{domain.error_name}]" if domain.error_name else ""
         return [f"Domain capabilities (arch {reading.arch}, "
                 f"virt type {reading.virt_type}): unknown",
-                f"  libvirt said: {domain.reason}{code}"]
+                f"  libvirt said: {domain.describe()}"]
     return [
         f"Domain capabilities (arch {_or_unknown(domain.arch)}, "
         f"machine {_or_unknown(domain.machine)}, "

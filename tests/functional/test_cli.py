@@ -181,3 +181,87 @@ def test_unknown_format_is_a_usage_error(capsys):
         cli.main(["report", "--format", "yaml"])
     assert exc.value.code == 2
     assert "invalid choice: 'yaml'" in capsys.readouterr().err
+
+
+def test_report_lists_traits_with_their_documents(corpus_conn, capsys):
+    status = cli.main(["report", "--format", "json"],
+                      opener=opener_for(corpus_conn))
+
+    data = json.loads(capsys.readouterr().out)
+    assert status == 0
+    traits = data["traits"]
+    assert "HW_CPU_X86_AMD_SEV" in traits["asserted"]
+    assert "COMPUTE_STORAGE_BUS_SATA" in traits["asserted"]
+    assert "COMPUTE_STORAGE_BUS_IDE" in traits["unasserted"]
+    assert data["trait_documents"] == [{
+        "label": "domain capabilities (x86_64, pc-q35-10.0, kvm)",
+        "arch": "x86_64", "machine": None, "virt_type": "kvm",
+        "read": True, "error": None}]
+    sev = traits["traits"]["HW_CPU_X86_AMD_SEV"]
+    assert sev["family"] == "memory encryption"
+    assert "59 SEV guests" in sev["evidence"][0]["detail"]
+
+
+def test_text_report_has_a_traits_section(corpus_conn, capsys):
+    assert cli.main(["report"], opener=opener_for(corpus_conn)) == 0
+    out = capsys.readouterr().out
+    assert "Traits (run `virtdriver explain TRAIT` for the evidence)" in out
+    assert "from: domain capabilities (x86_64, pc-q35-10.0, kvm)" in out
+    assert "HW_CPU_X86_AMD_SEV" in out.split("asserted (")[1]
+
+
+def test_explain_gives_one_sentence_and_evidence(corpus_conn, capsys):
+    status = cli.main(["explain", "COMPUTE_STORAGE_BUS_SATA",
+                       "COMPUTE_STORAGE_BUS_IDE", "CUSTOM_RACK_7"],
+                      opener=opener_for(corpus_conn))
+
+    out = capsys.readouterr().out
+    assert status == 0
+    assert ("COMPUTE_STORAGE_BUS_SATA: asserted — domain capabilities "
+            "(x86_64, pc-q35-10.0, kvm) list disk bus 'sata'") in out
+    assert "COMPUTE_STORAGE_BUS_IDE: unasserted — domain capabilities " \
+           "(x86_64, pc-q35-10.0, kvm) list disk buses " in out
+    assert "CUSTOM_RACK_7: not ours" in out
+
+
+def test_explain_json_and_extra_flags(corpus_conn, capsys):
+    status = cli.main(["explain", "HW_CPU_X86_AVX2", "--format", "json",
+                       "--cpu-model-extra-flags=-avx2"],
+                      opener=opener_for(corpus_conn))
+
+    (answer,) = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert answer["status"] == "unasserted"
+    assert answer["evidence"][0]["document"] == \
+        "config [libvirt] cpu_model_extra_flags"
+    assert "'-avx2' removes the feature" in answer["sentence"]
+
+
+def test_machine_types_choose_more_documents(corpus_conn, capsys):
+    status = cli.main(["report", "--format", "json",
+                       "--hw-machine-type", "x86_64=pc-i440fx-9.0"],
+                      opener=opener_for(corpus_conn))
+
+    data = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert corpus_conn.domain_calls == [
+        (None, "x86_64", None, "kvm"), (None, "x86_64", "pc-i440fx-9.0",
+                                        "kvm")]
+    assert len(data["trait_documents"]) == 2
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["report", "--cpu-models", "Haswell"], "cpu_mode = custom"),
+    (["report", "--cpu-mode", "custom"], "needs [libvirt] cpu_models"),
+])
+def test_inconsistent_configuration_exits_2(argv, message, corpus_conn,
+                                            capsys):
+    assert cli.main(argv, opener=opener_for(corpus_conn)) == cli.EXIT_FAILURE
+    assert message in capsys.readouterr().err
+
+
+def test_bad_machine_type_option_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["report", "--hw-machine-type", "q35"])
+    assert info.value.code == 2
+    assert "'q35' is not ARCH=MACHINE" in capsys.readouterr().err

@@ -133,7 +133,7 @@ def test_added_flag_overrides_an_unknown_model():
     results = derive(config, host_xml(),
                      domains=(reading(domain_xml(model="EPYC-Turin")),))
     assert results[T.HW_CPU_X86_AVX512F].state is A
-    assert results[T.HW_CPU_X86_AVX512F].evidence[-1].document == \
+    assert results[T.HW_CPU_X86_AVX512F].evidence[0].document == \
         "config [libvirt] cpu_model_extra_flags"
     assert results[T.HW_CPU_X86_AVX512BW].state is K
 
@@ -150,7 +150,7 @@ def test_unset_mode_is_host_model_for_kvm():
     results = derive(TraitConfig(), host_xml())
     assert results[T.HW_CPU_X86_SHA].state is A
     assert "is unset, so host-model" in results[
-        T.HW_CPU_X86_SHA].evidence[0].detail
+        T.HW_CPU_X86_SHA].evidence[-1].detail
 
 
 # -- several libvirt features, one trait ------------------------------------
@@ -227,7 +227,7 @@ def test_unknown_host_model_cpu_is_unknown_not_unasserted():
                      host_xml(), domains=(reading(dom),))
     assert states(results, T.HW_CPU_X86_AVX512F, T.HW_CPU_X86_INTEL_PCID,
                   T.HW_CPU_X86_SSE2) == (A, U, K)
-    why = results[T.HW_CPU_X86_SSE2].evidence[-1]
+    why = results[T.HW_CPU_X86_SSE2].evidence[0]
     assert "EPYC-Turin, which is not in the libvirt CPU map" in why.detail
 
 
@@ -237,7 +237,7 @@ def test_kvm_host_cpu_bounds_an_unknown_host_model_cpu():
                      domains=(reading(dom),))
     # Haswell has no SHA: KVM cannot give it; AVX2 it has: still unknown.
     assert states(results, T.HW_CPU_X86_SHA, T.HW_CPU_X86_AVX2) == (U, K)
-    assert results[T.HW_CPU_X86_SHA].evidence[-1].document == \
+    assert results[T.HW_CPU_X86_SHA].evidence[0].document == \
         "host capabilities"
 
 
@@ -246,7 +246,7 @@ def test_unknown_custom_model_is_unknown_not_unasserted():
     results = derive(config, host_xml())
     assert states(results, T.HW_CPU_X86_SSE3, T.HW_CPU_X86_AVX) == (A, K)
     assert "has no CPU model Nova9" in \
-        results[T.HW_CPU_X86_AVX].evidence[-1].detail
+        results[T.HW_CPU_X86_AVX].evidence[0].detail
 
 
 def test_unknown_host_cpu_model_is_unknown_for_passthrough():
@@ -277,7 +277,7 @@ def test_documents_merge_asserted_over_unknown_over_unasserted():
     merged = derive(config, host_xml(), domains=(broken, rome))
     assert states(merged, T.HW_CPU_X86_SHA, T.HW_CPU_X86_TSX) == (A, K)
     assert "could not be read: timeout" in \
-        merged[T.HW_CPU_X86_TSX].evidence[-1].detail
+        merged[T.HW_CPU_X86_TSX].evidence[0].detail
 
 
 def test_unusable_custom_model_is_named_not_dropped():
@@ -354,10 +354,10 @@ def test_corpus_host_model_asserts_required_features(
     assert len(results) == len(FAMILY.traits)
     for trait in required:
         assert results[trait].state is A, trait
-        assert results[trait].evidence[-1].document == \
+        assert results[trait].evidence[0].document == \
             f"domain capabilities (x86_64, {inputs.domains[0].caps.machine}, kvm)"
         assert f"host-model CPU {model} requires" in \
-            results[trait].evidence[-1].detail
+            results[trait].evidence[0].detail
     for trait in disabled:
         assert results[trait].state is U, trait
     # The model is not in the (empty) map: the rest is unknown.
@@ -378,7 +378,7 @@ def test_corpus_host_model_with_the_real_map(corpus_dir):
         T.HW_CPU_X86_FMA3, T.HW_CPU_X86_SHA, T.HW_CPU_X86_AMD_SVM,
         T.HW_CPU_X86_SVM, T.HW_CPU_X86_AVX2}
     assert results[T.HW_CPU_X86_AVX512F].state is U
-    assert results[T.HW_CPU_X86_CLMUL].evidence[-1].element == \
+    assert results[T.HW_CPU_X86_CLMUL].evidence[0].element == \
         "cpu/mode[@name='host-model']/model"
 
 

@@ -196,20 +196,21 @@ class GuestCPU:
         """The state of a trait any of ``sources`` gives, and why."""
         found = [ev for f in sources for ev in self.present.get(f, ())]
         if found:
-            return TraitState.ASSERTED, [*self.notes, *found]
+            return TraitState.ASSERTED, [*found, *self.notes]
         open_ = [f for f in sources if f not in self.absent]
         beyond: list[str] = []
         if self.gaps and self.ceiling is not None:
             beyond = [f for f in open_ if f not in self.ceiling[0]]
             open_ = [f for f in open_ if f in self.ceiling[0]]
         if self.gaps and open_:
-            return TraitState.UNKNOWN, [*self.notes, *self.gaps]
+            return TraitState.UNKNOWN, [*self.gaps, *self.notes]
         why = [ev for f in sources for ev in self.absent.get(f, ())]
         if beyond and self.ceiling is not None:
             why.append(self.ceiling[1](_words(beyond)))
         elif not why and self.missing is not None:
             why.append(self.missing(_words(sources)))
-        return TraitState.UNASSERTED, [*self.notes, *why, *self.absent_notes]
+        return TraitState.UNASSERTED, [*why, *self.absent_notes,
+                                       *self.notes]
 
 
 def _words(features: Iterable[str]) -> str:

@@ -54,7 +54,10 @@ class Evidence:
 
 @dataclass(frozen=True, slots=True)
 class TraitResult:
-    """One trait's state, the family that derived it, and the evidence."""
+    """One trait's state, the family that derived it, and the evidence.
+
+    Evidence is ordered most decisive first: an explanation leads with it.
+    """
 
     trait: str
     state: TraitState
