@@ -11,6 +11,7 @@ import os_traits
 import pytest
 
 from virtdriver.capabilities.traits import devices, firmware
+from virtdriver.capabilities.traits import guest_models
 from virtdriver.capabilities.traits import memory_encryption
 from virtdriver.capabilities.traits.model import (
     DerivationInputs, TraitState)
@@ -57,8 +58,8 @@ def test_graphics_models_are_exactly_the_listed_video_models(inputs):
 
 
 def test_every_domain_family_answers_for_each_trait(inputs):
-    families = devices.FAMILIES + firmware.FAMILIES + (
-        memory_encryption.FAMILY,)
+    families = devices.FAMILIES + guest_models.FAMILIES + (
+        *firmware.FAMILIES, memory_encryption.FAMILY)
     for family in families:
         results = list(family.derive(inputs))
         assert sorted(r.trait for r in results) == sorted(family.traits)

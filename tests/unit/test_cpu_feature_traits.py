@@ -10,10 +10,12 @@ import pytest
 from tests.corpus import corpus_files
 from virtdriver.capabilities import (
     parse_domain_capabilities, parse_host_capabilities)
-from virtdriver.capabilities.traits import cpu_features
+from virtdriver.capabilities.traits import (
+    cpu_feature_names, cpu_features, guest_cpu)
 from virtdriver.capabilities.traits.config import TraitConfig
-from virtdriver.capabilities.traits.cpu_features import (
-    FAMILY, X86_FEATURE_TRAITS, lookup_model)
+from virtdriver.capabilities.traits.cpu_feature_names import X86_FEATURE_TRAITS
+from virtdriver.capabilities.traits.cpu_features import FAMILY
+from virtdriver.capabilities.traits.guest_cpu import lookup_model
 from virtdriver.capabilities.traits.model import (
     DerivationInputs, DomainKey, DomainReading, TraitState)
 from virtdriver.drivers.libvirt.cpu_map_loader import (
@@ -398,8 +400,11 @@ def test_every_corpus_host_gives_one_result_per_trait(corpus_dir, mode):
             assert all(e.document and e.detail for e in result.evidence)
 
 
-def test_module_spells_no_standard_trait_name():
-    source = pathlib.Path(cpu_features.__file__).read_text()
+@pytest.mark.parametrize("module", [cpu_features, cpu_feature_names,
+                                    guest_cpu],
+                         ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_module_spells_no_standard_trait_name(module):
+    source = pathlib.Path(module.__file__).read_text()
     literals = re.findall(r"[\"'](HW_CPU_[A-Z0-9_]+)[\"']", source)
     assert [name for name in literals
             if name in os_traits.get_traits()] == []

@@ -3,7 +3,7 @@
 Families: storage bus, graphics model, TPM, vIOMMU (devices.py), firmware
 and Secure Boot (firmware.py), memory encryption (memory_encryption.py),
 plus the static-table families for the virt type (VIF, sound, virtio
-packed).
+packed; guest_models.py).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pytest
 from virtdriver.capabilities import parse_domain_capabilities
 from virtdriver.capabilities.host import HostCapabilities, HostCPU
 from virtdriver.capabilities.traits import devices, firmware
+from virtdriver.capabilities.traits import guest_models
 from virtdriver.capabilities.traits import memory_encryption
 from virtdriver.capabilities.traits.config import TraitConfig
 from virtdriver.capabilities.traits.model import (
@@ -33,8 +34,8 @@ DOMAIN_FILES = corpus_files("domcaps")
 DOMAIN_FAMILIES = (devices.STORAGE_BUS, devices.GRAPHICS_MODEL, devices.TPM,
                    devices.VIOMMU, *firmware.FAMILIES,
                    memory_encryption.FAMILY)
-ALL_FAMILIES = devices.FAMILIES + firmware.FAMILIES + (
-    memory_encryption.FAMILY,)
+ALL_FAMILIES = devices.FAMILIES + guest_models.FAMILIES + (
+    *firmware.FAMILIES, memory_encryption.FAMILY)
 #: Versions of the libvirt and QEMU the corpus documents come from, roughly.
 NEW = {"libvirt_version": 11_000_000, "hypervisor_version": 9_002_000}
 
@@ -105,7 +106,8 @@ def test_family_traits_are_standard_names(family):
     assert all(is_standard(trait) for trait in family.traits)
 
 
-@pytest.mark.parametrize("module", [devices, firmware, memory_encryption],
+@pytest.mark.parametrize("module", [devices, guest_models, firmware,
+                                    memory_encryption],
                          ids=lambda m: m.__name__.rsplit(".", 1)[-1])
 def test_no_standard_name_is_spelled_by_hand(module):
     tree = ast.parse(inspect.getsource(module))
@@ -466,7 +468,8 @@ def table(family, trait, virt="kvm", arch="x86_64", **versions):
 
 
 def test_vif_model_evidence_names_the_option_and_table():
-    result = table(devices.VIF_MODEL, os_traits.COMPUTE_NET_VIF_MODEL_VIRTIO)
+    result = table(guest_models.VIF_MODEL,
+                   os_traits.COMPUTE_NET_VIF_MODEL_VIRTIO)
 
     assert result.state is A
     assert text(result) == (
@@ -486,20 +489,20 @@ def test_vif_model_evidence_names_the_option_and_table():
     ("bhyve", "x86_64", os_traits.COMPUTE_NET_VIF_MODEL_VIRTIO, K),
 ])
 def test_vif_model_table(virt, arch, trait, expected):
-    assert table(devices.VIF_MODEL, trait, virt, arch).state is expected
+    assert table(guest_models.VIF_MODEL, trait, virt, arch).state is expected
 
 
 def test_igb_needs_new_libvirt_and_qemu():
     igb = os_traits.COMPUTE_NET_VIF_MODEL_IGB
 
-    assert table(devices.VIF_MODEL, igb, libvirt_version=9_003_000,
+    assert table(guest_models.VIF_MODEL, igb, libvirt_version=9_003_000,
                  hypervisor_version=8_000_000).state is A
-    old = table(devices.VIF_MODEL, igb, libvirt_version=9_003_000,
+    old = table(guest_models.VIF_MODEL, igb, libvirt_version=9_003_000,
                 hypervisor_version=7_002_000)
     assert old.state is U
     assert "needs libvirt >= 9.3.0 and QEMU >= 8.0.0, but this host has " \
            "libvirt 9.3.0, QEMU 7.2.0" in text(old)
-    assert table(devices.VIF_MODEL, igb).state is K
+    assert table(guest_models.VIF_MODEL, igb).state is K
 
 
 def test_table_uses_every_counted_arch():
@@ -507,14 +510,14 @@ def test_table_uses_every_counted_arch():
     x86 = DomainReading(DomainKey("x86_64", "kvm"), error="unread")
     ppc = DomainReading(DomainKey("ppc64", "kvm"), error="unread")
 
-    result = derive(devices.VIF_MODEL, x86, ppc)[spapr]
+    result = derive(guest_models.VIF_MODEL, x86, ppc)[spapr]
 
     assert result.state is A
     assert "ppc64 guests can use VIF model 'spapr-vlan'" in text(result)
 
 
 def test_table_without_any_arch_is_unknown():
-    results = derive(devices.VIF_MODEL)
+    results = derive(guest_models.VIF_MODEL)
 
     assert {r.state for r in results.values()} == {K}
 
@@ -527,17 +530,17 @@ def test_table_without_any_arch_is_unknown():
     ("s390x", os_traits.COMPUTE_SOUND_MODEL_AC97, U),
 ])
 def test_sound_model_table(arch, trait, expected):
-    assert table(devices.SOUND_MODEL, trait, arch=arch).state is expected
+    assert table(guest_models.SOUND_MODEL, trait, arch=arch).state is expected
 
 
 def test_virtio_sound_needs_new_libvirt_and_qemu():
     virtio = os_traits.COMPUTE_SOUND_MODEL_VIRTIO
 
-    assert table(devices.SOUND_MODEL, virtio, libvirt_version=10_004_000,
+    assert table(guest_models.SOUND_MODEL, virtio, libvirt_version=10_004_000,
                  hypervisor_version=8_002_000).state is A
-    assert table(devices.SOUND_MODEL, virtio, libvirt_version=10_003_000,
+    assert table(guest_models.SOUND_MODEL, virtio, libvirt_version=10_003_000,
                  hypervisor_version=9_000_000).state is U
-    assert table(devices.SOUND_MODEL, virtio, virt="xen").state is K
+    assert table(guest_models.SOUND_MODEL, virtio, virt="xen").state is K
 
 
 @pytest.mark.parametrize(("virt", "versions", "expected"), [
@@ -550,7 +553,8 @@ def test_virtio_sound_needs_new_libvirt_and_qemu():
 ])
 def test_virtio_packed(virt, versions, expected):
     libvirt_version, qemu_version = versions
-    result = table(devices.VIRTIO_PACKED, os_traits.COMPUTE_NET_VIRTIO_PACKED,
+    result = table(guest_models.VIRTIO_PACKED,
+                   os_traits.COMPUTE_NET_VIRTIO_PACKED,
                    virt, libvirt_version=libvirt_version,
                    hypervisor_version=qemu_version)
 
@@ -559,4 +563,4 @@ def test_virtio_packed(virt, versions, expected):
 
 
 def test_version_text():
-    assert devices.version_text(10_004_001) == "10.4.1"
+    assert guest_models.version_text(10_004_001) == "10.4.1"

@@ -48,382 +48,30 @@ asserted on a ppc64le host whose CPU model is ``POWER<n>``.  Traits of the
 arches the host is not are unasserted.  Traits other families derive —
 ``HW_CPU_X86_AMD_SEV*`` and ``HW_CPU_X86_INTEL_TDX`` (memory encryption),
 ``HW_CPU_HYPERTHREADING`` (host) — are not part of this family.
+
+Modules: :mod:`.cpu_feature_names` maps libvirt feature names to traits;
+:mod:`.guest_cpu` records what each guest CPU definition contains.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 
-import os_traits
-
-from virtdriver.capabilities.domain import DomainCapabilities
 from virtdriver.capabilities.host import HostCapabilities
 from virtdriver.capabilities.traits.config import (
-    OPTION_CPU_EXTRA_FLAGS, OPTION_CPU_MODE, OPTION_CPU_MODELS)
-from virtdriver.capabilities.traits.domain_facts import is_informative
+    OPTION_CPU_MODE, OPTION_CPU_MODELS)
+from virtdriver.capabilities.traits.cpu_feature_names import (
+    AARCH64_PREFIX, AARCH64_SOURCES, AARCH64_TRAITS, POWER_RE,
+    PPC64LE_PREFIX, PPC64LE_TRAITS, X86_ARCHES, X86_PREFIX, X86_SOURCES,
+    X86_TRAITS)
+from virtdriver.capabilities.traits.guest_cpu import (
+    FLAGS_DOC, HOST, GuestCPU, apply_extra_flags, custom_cpu, host_cpu,
+    host_model_cpu)
 from virtdriver.capabilities.traits.model import (
-    DerivationInputs, DomainReading, Evidence, TraitFamily, TraitResult,
-    TraitState)
+    DerivationInputs, Evidence, TraitFamily, TraitResult, TraitState)
 
-X86_PREFIX = "HW_CPU_X86_"
-AARCH64_PREFIX = "HW_CPU_AARCH64_"
-PPC64LE_PREFIX = "HW_CPU_PPC64LE_"
-X86_ARCHES = frozenset({"x86_64", "i686"})
-
-#: Derived by other families (memory encryption).
-_ELSEWHERE = frozenset({
-    os_traits.HW_CPU_X86_AMD_SEV, os_traits.HW_CPU_X86_AMD_SEV_ES,
-    os_traits.HW_CPU_X86_AMD_SEV_SNP, os_traits.HW_CPU_X86_INTEL_TDX})
-
-X86_TRAITS = frozenset(os_traits.get_traits(X86_PREFIX)) - _ELSEWHERE
-AARCH64_TRAITS = frozenset(os_traits.get_traits(AARCH64_PREFIX))
-PPC64LE_TRAITS = frozenset(os_traits.get_traits(PPC64LE_PREFIX))
-
-#: libvirt's spelling of features whose trait suffix differs (or that map to
-#: two traits).  A trait listed here is reached only through this table.
-X86_ALIASES: Mapping[str, tuple[str, ...]] = {
-    "pclmuldq": (os_traits.HW_CPU_X86_CLMUL,),
-    "pni": (os_traits.HW_CPU_X86_SSE3,),
-    "sse4.1": (os_traits.HW_CPU_X86_SSE41,),
-    "sse4.2": (os_traits.HW_CPU_X86_SSE42,),
-    "aes": (os_traits.HW_CPU_X86_AESNI,),
-    "fma": (os_traits.HW_CPU_X86_FMA3,),
-    "sha-ni": (os_traits.HW_CPU_X86_SHA,),
-    "bmi1": (os_traits.HW_CPU_X86_BMI,),
-    "svm": (os_traits.HW_CPU_X86_SVM, os_traits.HW_CPU_X86_AMD_SVM),
-    "vmx": (os_traits.HW_CPU_X86_VMX, os_traits.HW_CPU_X86_INTEL_VMX),
-    "avx512-vpopcntdq": (os_traits.HW_CPU_X86_AVX512VPOPCNTDQ,),
-    "vaes": (os_traits.HW_CPU_X86_AVX512VAES,),
-    "gfni": (os_traits.HW_CPU_X86_AVX512GFNI,),
-    "vpclmulqdq": (os_traits.HW_CPU_X86_AVX512VPCLMULQDQ,),
-    "hle": (os_traits.HW_CPU_X86_TSX,),
-    "rtm": (os_traits.HW_CPU_X86_TSX,),
-    "amx-bf16": (os_traits.HW_CPU_X86_AMXBF16,),
-    "amx-int8": (os_traits.HW_CPU_X86_AMXINT8,),
-    "amx-tile": (os_traits.HW_CPU_X86_AMXTILE,),
-    "ibpb": (os_traits.HW_CPU_X86_AMD_IBPB,),
-    "amd-no-ssb": (os_traits.HW_CPU_X86_AMD_NO_SSB,),
-    "amd-ssbd": (os_traits.HW_CPU_X86_AMD_SSBD,),
-    "virt-ssbd": (os_traits.HW_CPU_X86_AMD_VIRT_SSBD,),
-    "md-clear": (os_traits.HW_CPU_X86_INTEL_MD_CLEAR,),
-    "pcid": (os_traits.HW_CPU_X86_INTEL_PCID,),
-    "spec-ctrl": (os_traits.HW_CPU_X86_INTEL_SPEC_CTRL,),
-    "ssbd": (os_traits.HW_CPU_X86_INTEL_SSBD,),
-    "stibp": (os_traits.HW_CPU_X86_STIBP,),
-    "amd-stibp": (os_traits.HW_CPU_X86_STIBP,),
-}
-
-
-def _feature_map(traits: Iterable[str], prefix: str,
-                 aliases: Mapping[str, tuple[str, ...]]
-                 ) -> dict[str, tuple[str, ...]]:
-    """libvirt feature → traits: the aliases, then each other trait's
-    lowercased suffix (``HW_CPU_X86_AVX2`` ← ``avx2``)."""
-    aliased = {trait for found in aliases.values() for trait in found}
-    mapping = dict(aliases)
-    for trait in sorted(set(traits) - aliased):
-        mapping[trait[len(prefix):].lower()] = (trait,)
-    return mapping
-
-
-#: libvirt x86 feature name → the traits it gives.
-X86_FEATURE_TRAITS = _feature_map(X86_TRAITS, X86_PREFIX, X86_ALIASES)
-#: libvirt (Linux hwcap) aarch64 feature name → the traits it gives.
-AARCH64_FEATURE_TRAITS = _feature_map(AARCH64_TRAITS, AARCH64_PREFIX, {})
-
-
-def _inverse(mapping: Mapping[str, tuple[str, ...]]
-             ) -> dict[str, tuple[str, ...]]:
-    found: dict[str, list[str]] = {}
-    for feature, traits in mapping.items():
-        for trait in traits:
-            found.setdefault(trait, []).append(feature)
-    return {trait: tuple(sorted(names)) for trait, names in found.items()}
-
-
-_X86_SOURCES = _inverse(X86_FEATURE_TRAITS)
-_AARCH64_SOURCES = _inverse(AARCH64_FEATURE_TRAITS)
-_POWER_RE = re.compile(r"^power(\d+)", re.IGNORECASE)
-
-_HOST = "host capabilities"
-_CPU_MAP = "libvirt CPU map"
 _MODE_DOC = f"config {OPTION_CPU_MODE}"
-_FLAGS_DOC = f"config {OPTION_CPU_EXTRA_FLAGS}"
-_MODELS_DOC = f"config {OPTION_CPU_MODELS}"
-_HM = "cpu/mode[@name='host-model']"
 
-Missing = Callable[[str], Evidence]
-
-
-@dataclass(slots=True)
-class GuestCPU:
-    """What one guest CPU definition is known to contain.
-
-    Attributes:
-        present: feature → why guests get it.
-        absent: feature → why guests do not (explicitly).
-        missing: evidence for a feature that is simply not listed, given
-            the feature names in words; used when nothing is unknown.
-        gaps: why features not listed are unknown (empty: they are absent).
-        ceiling: features guests could possibly get, when ``gaps`` is set,
-            and the evidence for one outside it.
-        notes: evidence every result from this definition carries.
-        absent_notes: evidence every unasserted result carries.
-    """
-
-    present: dict[str, list[Evidence]] = field(default_factory=dict)
-    absent: dict[str, list[Evidence]] = field(default_factory=dict)
-    missing: Missing | None = None
-    gaps: tuple[Evidence, ...] = ()
-    ceiling: tuple[frozenset[str], Missing] | None = None
-    notes: tuple[Evidence, ...] = ()
-    absent_notes: tuple[Evidence, ...] = ()
-
-    def add(self, feature: str, evidence: Evidence) -> None:
-        """Record that guests get ``feature``."""
-        self.absent.pop(feature, None)
-        self.present.setdefault(feature, []).append(evidence)
-
-    def remove(self, feature: str, evidence: Evidence) -> None:
-        """Record that guests do not get ``feature``."""
-        self.present.pop(feature, None)
-        self.absent.setdefault(feature, []).append(evidence)
-
-    def state(self, sources: tuple[str, ...]
-              ) -> tuple[TraitState, list[Evidence]]:
-        """The state of a trait any of ``sources`` gives, and why."""
-        found = [ev for f in sources for ev in self.present.get(f, ())]
-        if found:
-            return TraitState.ASSERTED, [*found, *self.notes]
-        open_ = [f for f in sources if f not in self.absent]
-        beyond: list[str] = []
-        if self.gaps and self.ceiling is not None:
-            beyond = [f for f in open_ if f not in self.ceiling[0]]
-            open_ = [f for f in open_ if f in self.ceiling[0]]
-        if self.gaps and open_:
-            return TraitState.UNKNOWN, [*self.gaps, *self.notes]
-        why = [ev for f in sources for ev in self.absent.get(f, ())]
-        if beyond and self.ceiling is not None:
-            why.append(self.ceiling[1](_words(beyond)))
-        elif not why and self.missing is not None:
-            why.append(self.missing(_words(sources)))
-        return TraitState.UNASSERTED, [*why, *self.absent_notes,
-                                       *self.notes]
-
-
-def _words(features: Iterable[str]) -> str:
-    return " or ".join(repr(f) for f in features)
-
-
-def lookup_model(name: str, table: Mapping[str, frozenset[str]]
-                 ) -> tuple[str, frozenset[str]] | None:
-    """``(name found, features)`` of CPU model ``name`` in ``table``.
-
-    Exact name first, then ignoring case, then ``X-v1`` as ``X`` (QEMU
-    defines the two as one model); ``None`` when the map lacks it.
-    """
-    if name in table:
-        return name, table[name]
-    folded = {key.lower(): key for key in table}
-    candidates = [name]
-    if name.lower().endswith("-v1"):
-        candidates.append(name[:-3])
-    for candidate in candidates:
-        key = folded.get(candidate.lower())
-        if key is not None:
-            return key, table[key]
-    return None
-
-
-def _as(found: str, name: str) -> str:
-    return "" if found == name else f" (as {found})"
-
-
-# -- guest CPU definitions, one per mode ------------------------------------
-
-def host_cpu(host: HostCapabilities, table: Mapping[str, frozenset[str]],
-             ) -> GuestCPU:
-    """The host CPU as the host capabilities describe it (model features
-    from the CPU map, plus the listed features)."""
-    guest = GuestCPU(missing=lambda words: Evidence(
-        _HOST, f"neither list {words} nor name a host CPU model that "
-        "includes it", host.source, "host/cpu"))
-    for feature in sorted(host.cpu.features):
-        guest.add(feature, Evidence(
-            _HOST, f"list host CPU feature {feature!r}", host.source,
-            f"host/cpu/feature[@name='{feature}']"))
-    model = host.cpu.model
-    if model is None:
-        guest.gaps = (Evidence(
-            _HOST, "name no host CPU model, so features they do not list "
-            "are unknown", host.source, "host/cpu"),)
-        return guest
-    found = lookup_model(model, table)
-    if found is None:
-        guest.gaps = (Evidence(
-            _HOST, f"name host CPU model {model}, which is not in the "
-            f"{_CPU_MAP}, so features they do not list are unknown",
-            host.source, "host/cpu/model"),)
-        return guest
-    name, features = found
-    for feature in sorted(features - host.cpu.features):
-        guest.add(feature, Evidence(
-            _HOST, f"name host CPU model {model}{_as(name, model)}, which "
-            f"includes {feature!r} ({_CPU_MAP})", host.source,
-            "host/cpu/model"))
-    return guest
-
-
-def _host_known(host: HostCapabilities | None,
-                table: Mapping[str, frozenset[str]]) -> frozenset[str] | None:
-    """Every feature of the host CPU, or ``None`` when not fully known."""
-    if host is None or host.cpu.model is None:
-        return None
-    found = lookup_model(host.cpu.model, table)
-    return None if found is None else found[1] | host.cpu.features
-
-
-def host_model_cpu(reading: DomainReading, inputs: DerivationInputs
-                   ) -> GuestCPU:
-    """The host-model CPU one domain capabilities document describes."""
-    label, source = reading.label, reading.source
-    caps = reading.caps
-    if caps is None:
-        return GuestCPU(gaps=(Evidence(
-            label, f"could not be read: {reading.error}"),))
-    problem = _host_model_problem(caps)
-    if problem:
-        return GuestCPU(gaps=(Evidence(label, problem, source, _HM),))
-    mode = caps.cpu.host_model
-    model = mode.model or ""
-    guest = GuestCPU(missing=lambda words: Evidence(
-        label, f"host-model CPU {model} neither includes ({_CPU_MAP}) nor "
-        f"requires {words}", source, _HM))
-    found = lookup_model(model, inputs.cpu_model_features)
-    if found is None:
-        guest.gaps = (Evidence(
-            label, f"name host-model CPU {model}, which is not in the "
-            f"{_CPU_MAP}, so features it does not list are unknown",
-            source, f"{_HM}/model"),)
-        guest.ceiling = _kvm_ceiling(inputs)
-    else:
-        name, features = found
-        for feature in sorted(features):
-            guest.add(feature, Evidence(
-                label, f"host-model CPU {model}{_as(name, model)} includes "
-                f"{feature!r} ({_CPU_MAP})", source, f"{_HM}/model"))
-    for item in mode.features:
-        element = f"{_HM}/feature[@name='{item.name}']"
-        if item.policy in ("require", "force"):
-            guest.add(item.name, Evidence(
-                label, f"host-model CPU {model} requires feature "
-                f"{item.name!r}", source, element))
-        elif item.policy in ("disable", "forbid"):
-            guest.remove(item.name, Evidence(
-                label, f"host-model CPU {model} disables feature "
-                f"{item.name!r}", source, element))
-    return guest
-
-
-def _host_model_problem(caps: DomainCapabilities) -> str | None:
-    mode = caps.cpu.host_model
-    if not is_informative(caps):
-        return "report nothing about guests (no os, devices or CPU modes)"
-    if mode.supported is None:
-        return "do not report the host-model CPU mode"
-    if not mode.supported:
-        return "mark the host-model CPU mode unsupported"
-    if not mode.model:
-        return "name no host-model CPU model"
-    return None
-
-
-def _kvm_ceiling(inputs: DerivationInputs
-                 ) -> tuple[frozenset[str], Missing] | None:
-    host = inputs.host
-    known = _host_known(host, inputs.cpu_model_features)
-    if known is None or inputs.config.virt_type != "kvm":
-        return None
-    assert host is not None
-    return known, lambda words: Evidence(
-        _HOST, f"show a host CPU ({host.cpu.model} and the features listed) "
-        f"without {words}, which KVM therefore cannot give host-model "
-        "guests", host.source, "host/cpu")
-
-
-def custom_cpu(inputs: DerivationInputs, readings: tuple[DomainReading, ...]
-               ) -> GuestCPU:
-    """The union of the configured custom models' features."""
-    models = inputs.config.cpu_models
-    listed = ", ".join(models)
-    guest = GuestCPU(missing=lambda words: Evidence(
-        _MODELS_DOC, f"names CPU models {listed}; none that guests can use "
-        f"includes {words}"))
-    gaps: list[Evidence] = []
-    unusable: list[Evidence] = []
-    for model in models:
-        refusal = _unusable(model, readings)
-        if refusal is not None:
-            unusable.append(refusal)
-            continue
-        found = lookup_model(model, inputs.cpu_model_features)
-        if found is None:
-            gaps.append(Evidence(
-                _CPU_MAP, f"has no CPU model {model} (named in "
-                f"{OPTION_CPU_MODELS}), so which features it includes is "
-                "unknown"))
-            continue
-        name, features = found
-        for feature in sorted(features):
-            guest.add(feature, Evidence(
-                _MODELS_DOC, f"names CPU model {model}{_as(name, model)}, "
-                f"which includes {feature!r} ({_CPU_MAP})"))
-    guest.gaps = tuple(gaps)
-    guest.absent_notes = tuple(unusable)
-    return guest
-
-
-def _unusable(model: str, readings: tuple[DomainReading, ...]
-              ) -> Evidence | None:
-    """Evidence that ``model`` is unusable, when every document that
-    lists it says so."""
-    verdicts: list[tuple[DomainReading, bool | None]] = []
-    for reading in readings:
-        if reading.caps is None:
-            continue
-        for entry in reading.caps.cpu.custom.models:
-            if entry.name.lower() == model.lower():
-                verdicts.append((reading, entry.usable))
-    if not verdicts or any(usable is not False for _, usable in verdicts):
-        return None
-    reading = verdicts[0][0]
-    return Evidence(
-        reading.label, f"mark CPU model {model} (named in "
-        f"{OPTION_CPU_MODELS}) unusable on this host", reading.source,
-        f"cpu/mode[@name='custom']/model[.='{model}']")
-
-
-def apply_extra_flags(guest: GuestCPU, flags: Iterable[str]) -> None:
-    """Apply ``cpu_model_extra_flags`` to ``guest`` (see module doc)."""
-    adds: dict[str, str] = {}
-    removes: dict[str, str] = {}
-    for raw in flags:
-        text = raw.strip()
-        name = text.lstrip("+-").strip().lower()
-        if name:
-            (removes if text.startswith("-") else adds)[name] = text
-    for name, text in adds.items():
-        if name not in removes:
-            guest.add(name, Evidence(
-                _FLAGS_DOC, f"{text!r} adds the feature to guests"))
-    for name, text in removes.items():
-        guest.remove(name, Evidence(
-            _FLAGS_DOC, f"{text!r} removes the feature from guests"))
-
-
-# -- derivation ------------------------------------------------------------
 
 def _mode_evidence(inputs: DerivationInputs) -> Evidence:
     config = inputs.config
@@ -452,7 +100,7 @@ def _mode_none(traits: frozenset[str], inputs: DerivationInputs
     evidence = [_mode_evidence(inputs)]
     if inputs.config.cpu_model_extra_flags:
         evidence.append(Evidence(
-            _FLAGS_DOC, "are ignored: with cpu_mode none guests have no "
+            FLAGS_DOC, "are ignored: with cpu_mode none guests have no "
             "<cpu> element to add them to"))
     yield from _all(traits, TraitState.UNASSERTED, *evidence)
 
@@ -498,7 +146,7 @@ def _x86(inputs: DerivationInputs,
         guest.notes = (_mode_evidence(inputs), *guest.notes)
         apply_extra_flags(guest, inputs.config.cpu_model_extra_flags)
     for trait in sorted(X86_TRAITS):
-        yield _merge(trait, guests, _X86_SOURCES[trait])
+        yield _merge(trait, guests, X86_SOURCES[trait])
 
 
 def _aarch64(inputs: DerivationInputs,
@@ -507,19 +155,19 @@ def _aarch64(inputs: DerivationInputs,
         yield from _mode_none(AARCH64_TRAITS, inputs)
         return
     guest = GuestCPU(missing=lambda words: Evidence(
-        _HOST, f"do not list host CPU feature {words}", host.source,
+        HOST, f"do not list host CPU feature {words}", host.source,
         "host/cpu"))
     for feature in sorted(host.cpu.features):
         guest.add(feature.lower(), Evidence(
-            _HOST, f"list host CPU feature {feature!r}", host.source,
+            HOST, f"list host CPU feature {feature!r}", host.source,
             f"host/cpu/feature[@name='{feature}']"))
     if not host.cpu.features and host.cpu.model is None:
         guest.gaps = (Evidence(
-            _HOST, "report neither a CPU model nor CPU features for the "
+            HOST, "report neither a CPU model nor CPU features for the "
             "aarch64 host", host.source, "host/cpu"),)
     apply_extra_flags(guest, inputs.config.cpu_model_extra_flags)
     for trait in sorted(AARCH64_TRAITS):
-        yield _merge(trait, [guest], _AARCH64_SOURCES[trait])
+        yield _merge(trait, [guest], AARCH64_SOURCES[trait])
 
 
 def _ppc64le(inputs: DerivationInputs,
@@ -530,18 +178,18 @@ def _ppc64le(inputs: DerivationInputs,
     model = host.cpu.model
     if model is None:
         yield from _all(PPC64LE_TRAITS, TraitState.UNKNOWN, Evidence(
-            _HOST, "name no host CPU model", host.source, "host/cpu"))
+            HOST, "name no host CPU model", host.source, "host/cpu"))
         return
-    found = _POWER_RE.match(model)
+    found = POWER_RE.match(model)
     for trait in sorted(PPC64LE_TRAITS):
-        wanted = _POWER_RE.match(trait[len(PPC64LE_PREFIX):])
+        wanted = POWER_RE.match(trait[len(PPC64LE_PREFIX):])
         same = bool(found and wanted and found.group(1) == wanted.group(1))
         state = TraitState.ASSERTED if same else TraitState.UNASSERTED
         detail = (f"name host CPU model {model}" if same else
                   f"name host CPU model {model}, which is not "
                   f"{trait[len(PPC64LE_PREFIX):]}")
         yield FAMILY.result(trait, state, Evidence(
-            _HOST, detail, host.source, "host/cpu/model"))
+            HOST, detail, host.source, "host/cpu/model"))
 
 
 _ARCH_GROUPS = (
@@ -556,13 +204,13 @@ def derive(inputs: DerivationInputs) -> Iterator[TraitResult]:
     host = inputs.host
     if host is None:
         yield from _all(FAMILY.traits, TraitState.UNKNOWN, Evidence(
-            _HOST, "could not be read: "
+            HOST, "could not be read: "
             f"{inputs.host_error or 'no reason recorded'}"))
         return
     arch = host.cpu.arch
     if not arch:
         yield from _all(FAMILY.traits, TraitState.UNKNOWN, Evidence(
-            _HOST, "do not report the host CPU arch", host.source,
+            HOST, "do not report the host CPU arch", host.source,
             "host/cpu/arch"))
         return
     for traits, arches, prefix, derive_arch in _ARCH_GROUPS:
@@ -570,7 +218,7 @@ def derive(inputs: DerivationInputs) -> Iterator[TraitResult]:
             yield from derive_arch(inputs, host)
             continue
         yield from _all(traits, TraitState.UNASSERTED, Evidence(
-            _HOST, f"say the host arch is {arch}; {prefix}* traits describe "
+            HOST, f"say the host arch is {arch}; {prefix}* traits describe "
             f"{' and '.join(sorted(arches))} hosts only", host.source,
             "host/cpu/arch"))
 

@@ -8,14 +8,15 @@ driver sets and what it owns cannot drift apart.
 from __future__ import annotations
 
 from virtdriver.capabilities.traits import (
-    capability_flags, cpu_features, devices, firmware, host_traits,
-    memory_encryption)
+    capability_flags, cpu_features, devices, firmware, guest_models,
+    host_traits, memory_encryption)
 from virtdriver.capabilities.traits.ownership import Ownership
 
 LIBVIRT_FAMILIES = (
     *host_traits.FAMILIES,
     cpu_features.FAMILY,
     *devices.FAMILIES,
+    *guest_models.FAMILIES,
     *firmware.FAMILIES,
     memory_encryption.FAMILY,
     capability_flags.FAMILY,
