@@ -1,0 +1,158 @@
+"""A libvirt connection that survives drops, and a cache of what it read.
+
+:class:`LibvirtSession` opens the URI on first use, re-opens it with a
+bounded backoff when libvirt reports the connection gone, and caches the
+host reading until it is invalidated: on reconnect, when libvirt's or the
+hypervisor's version changes, or on request.  Nothing is cached for the
+life of the process.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import libvirt
+
+from virtdriver.capabilities.traits.config import TraitConfig
+from virtdriver.drivers.libvirt.connection import (
+    LibvirtConnectionError, URIChoice, open_connection)
+from virtdriver.drivers.libvirt.host import HostReading, read_host
+
+LOG = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: libvirt errors that mean "the connection is gone", not "the call failed".
+CONNECTION_LOST = frozenset({
+    libvirt.VIR_ERR_SYSTEM_ERROR, libvirt.VIR_ERR_RPC,
+    libvirt.VIR_ERR_NO_CONNECT, libvirt.VIR_ERR_INVALID_CONN,
+})
+#: Seconds to wait before each re-open attempt; its length bounds them.
+DEFAULT_BACKOFF = (0.5, 1.0, 2.0, 4.0)
+
+Opener = Callable[[str | None], tuple[Any, URIChoice]]
+
+
+def is_connection_lost(exc: libvirt.libvirtError) -> bool:
+    """Whether ``exc`` says the connection dropped (so re-opening helps)."""
+    return exc.get_error_code() in CONNECTION_LOST
+
+
+class LibvirtSession:
+    """One host's libvirt connection and its cached reading.
+
+    Args:
+        uri: the URI to open; ``None`` chooses one (see
+            :func:`~virtdriver.drivers.libvirt.connection.open_connection`).
+        config: the configuration readings are taken with.
+        opener: opens a URI (tests pass fakes).
+        backoff: waits before each re-open attempt after a drop.
+        sleep: how to wait (tests pass a recorder).
+    """
+
+    def __init__(self, uri: str | None = None, *,
+                 config: TraitConfig | None = None,
+                 opener: Opener = open_connection,
+                 backoff: Sequence[float] = DEFAULT_BACKOFF,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self._uri = uri
+        self._config = config or TraitConfig()
+        self._opener = opener
+        self._backoff = tuple(backoff)
+        self._sleep = sleep
+        self._lock = threading.RLock()
+        self._conn: Any = None
+        self._choice: URIChoice | None = None
+        self._reading: HostReading | None = None
+        self._versions: tuple[int | None, int | None] | None = None
+        self.reconnects = 0
+
+    @property
+    def choice(self) -> URIChoice:
+        """The URI in use and why it was chosen (opens if needed)."""
+        with self._lock:
+            self._connection()
+            assert self._choice is not None
+            return self._choice
+
+    def invalidate(self) -> None:
+        """Forget the cached reading; the next read asks libvirt again."""
+        with self._lock:
+            self._reading = None
+
+    def reading(self) -> HostReading:
+        """The host reading: cached until invalidated or versions change."""
+        with self._lock:
+            versions = self.call(lambda c: (c.getLibVersion(), c.getVersion()))
+            if self._reading is not None and versions != self._versions:
+                LOG.info("libvirt/hypervisor version changed from %s to %s; "
+                         "re-reading the host", self._versions, versions)
+                self._reading = None
+            if self._reading is None:
+                self._reading = self.call(
+                    lambda c: read_host(c, self.choice.uri, self._config))
+                self._versions = versions
+            return self._reading
+
+    def online_cpus(self) -> frozenset[int]:
+        """Online host CPUs, from ``getCPUMap`` (never cached)."""
+        _count, cpumap, _online = self.call(lambda c: c.getCPUMap())
+        return frozenset(i for i, online in enumerate(cpumap) if online)
+
+    def call(self, fn: Callable[[Any], T]) -> T:
+        """Run ``fn(connection)``; on a dropped connection re-open (with
+        backoff) and run it once more."""
+        with self._lock:
+            conn = self._connection()
+            try:
+                return fn(conn)
+            except libvirt.libvirtError as exc:
+                if not is_connection_lost(exc):
+                    raise
+                LOG.warning("libvirt connection to %s lost (%s); re-opening",
+                            self._choice.uri if self._choice else self._uri,
+                            exc.get_error_message())
+            self._drop()
+            return fn(self._reopen())
+
+    def close(self) -> None:
+        """Close the connection (the next call opens it again)."""
+        with self._lock:
+            self._drop()
+
+    def _connection(self) -> Any:
+        if self._conn is None:
+            self._conn, self._choice = self._opener(self._uri)
+        return self._conn
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        self._reading = None
+        if conn is not None:
+            try:
+                conn.close()
+            except libvirt.libvirtError:
+                pass  # already gone; nothing left to release
+
+    def _reopen(self) -> Any:
+        uri = self._choice.uri if self._choice else self._uri
+        last: Exception | None = None
+        for attempt, wait in enumerate(self._backoff, start=1):
+            self._sleep(wait)
+            try:
+                self._conn, self._choice = self._opener(uri)
+            except LibvirtConnectionError as exc:
+                last = exc
+                LOG.warning("re-opening %s, attempt %d of %d: %s", uri,
+                            attempt, len(self._backoff), exc.detail)
+                continue
+            self.reconnects += 1
+            return self._conn
+        raise LibvirtConnectionError(
+            uri or "libvirt", f"connection lost and {len(self._backoff)} "
+            f"attempts to re-open it failed (last: "
+            f"{getattr(last, 'detail', last)})",
+            "check that libvirt is running; the next update tries again")
