@@ -23,6 +23,7 @@ from virtdriver.drivers.libvirt.cpu_map_loader import (
 from virtdriver.drivers.libvirt.host import (
     CapabilitySource, HostReading, read_host)
 from virtdriver.drivers.libvirt.traits import trait_report
+from virtdriver.drivers.loader import available_drivers
 
 #: Exit status for input the user or the host got wrong (bad XML, no libvirt).
 EXIT_FAILURE = 2
@@ -95,6 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
                     "ours or invalid, in one sentence, with the evidence.")
     explain_cmd.add_argument("traits", nargs="+", metavar="TRAIT")
     _add_host_options(explain_cmd)
+    drivers_cmd = commands.add_parser(
+        "drivers", help="list installed virt drivers and whether they load",
+        description="Every driver registered in the virtdriver.drivers "
+                    "entry-point namespace: its target, the distribution "
+                    "and version providing it, and ok or why it does not "
+                    "load.  Exit status 0 even when some do not load.")
+    drivers_cmd.add_argument("--format", choices=("text", "json"),
+                             default="text",
+                             help="output format (default: text)")
     return parser
 
 
@@ -102,6 +112,8 @@ def main(argv: Sequence[str] | None = None, *,
          opener: Opener = open_connection) -> int:
     """Run the command line ``argv``; return the exit status."""
     args = build_parser().parse_args(argv)
+    if args.command == "drivers":
+        return run_drivers(args.format)
     try:
         config = TraitConfig(
             virt_type=args.virt_type, cpu_mode=args.cpu_mode,
@@ -113,6 +125,12 @@ def main(argv: Sequence[str] | None = None, *,
         print(f"virtdriver: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     return run_command(args, config, opener=opener)
+
+
+def run_drivers(fmt: str, out: TextIO | None = None) -> int:
+    """List every installed driver, those that fail to load included."""
+    (out or sys.stdout).write(render.render_drivers(available_drivers(), fmt))
+    return 0
 
 
 def run_command(args: argparse.Namespace, config: TraitConfig, *,

@@ -16,6 +16,7 @@ from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.explain import Explanation
 from virtdriver.cpuset import format_cpuset
 from virtdriver.drivers.libvirt.host import HostReading, Unknown
+from virtdriver.drivers.loader import DriverInfo
 
 
 def render_json(reading: HostReading, uri_reason: str,
@@ -184,3 +185,26 @@ def _size(kib: int) -> str:
         if kib >= factor and kib % factor == 0:
             return f"{kib // factor} {unit}"
     return f"{kib} KiB"
+
+
+def render_drivers(drivers: list[DriverInfo], fmt: str) -> str:
+    """The installed drivers: a table (``text``) or a JSON list (``json``).
+
+    Text columns: name, target, the distribution and version providing
+    it, and ``ok`` or ``load error: <why>``.
+    """
+    if fmt == "json":
+        return json.dumps([info.to_json() for info in drivers], indent=2) + "\n"
+    if not drivers:
+        return ("no virt drivers installed (entry-point namespace "
+                "virtdriver.drivers is empty)\n")
+    header = ("NAME", "TARGET", "PROVIDED BY", "STATUS")
+    rows = [(info.name, info.target, info.provider or "unknown",
+             "ok" if info.ok else f"load error: {info.error}")
+            for info in drivers]
+    widths = [max(len(row[col]) for row in [header, *rows])
+              for col in range(3)]
+    return "".join(
+        "  ".join(cell.ljust(width)
+                  for cell, width in zip(row[:3], widths, strict=True))
+        + "  " + row[3] + "\n" for row in [header, *rows])

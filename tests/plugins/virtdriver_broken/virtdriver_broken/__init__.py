@@ -1,0 +1,1 @@
+"""A driver plugin that cannot be imported (see ``driver``)."""

@@ -1,0 +1,219 @@
+"""The contract every virt driver fulfils: :class:`ComputeDriver`.
+
+A compute service loads one driver (see :mod:`virtdriver.drivers.loader`),
+calls :meth:`~ComputeDriver.init_host` once, then periodically asks it for
+its nodes, each node's capabilities, and to bring the provider tree of each
+node up to date.  The resource tracker owns the tree and syncs it to
+Placement; the driver only says what its nodes are.
+
+The methods mirror Nova's virt driver API where Nova has one
+(``init_host``, ``get_available_nodes``, ``update_provider_tree``,
+``cleanup_host``, the ``capabilities`` dict), so a driver written against
+Nova's contract ports method by method.  ``docs/driver-authors.md`` walks
+through a complete out-of-tree driver.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol
+
+from virtdriver.capabilities.traits.derive import TraitReport
+from virtdriver.capabilities.traits.ownership import Ownership
+
+
+class DriverError(Exception):
+    """Base class of every error a driver, or loading one, raises."""
+
+
+class NodeNotFoundError(DriverError, LookupError):
+    """A node name the driver does not manage.
+
+    Attributes:
+        nodename: the name asked for.
+        available: the nodes the driver does manage.
+    """
+
+    def __init__(self, nodename: str, available: Iterable[str]) -> None:
+        self.nodename = nodename
+        self.available = tuple(sorted(available))
+        known = ", ".join(self.available) or "none"
+        super().__init__(
+            f"node {nodename!r} is not managed by this driver (its nodes: "
+            f"{known}); pass one of those, or refresh the node list with "
+            "get_available_nodes(refresh=True)")
+
+
+class ProviderDataLike(Protocol):
+    """What :meth:`ProviderTreeLike.data` returns: one provider's view."""
+
+    @property
+    def uuid(self) -> str: ...
+
+    @property
+    def traits(self) -> Collection[str]: ...
+
+
+class ProviderTreeLike(Protocol):
+    """The provider-tree calls a driver may make in ``update_provider_tree``.
+
+    The tracker passes a
+    :class:`virtdriver.resource_tracker.provider_tree.ProviderTree`; these
+    are its Nova-compatible methods.  ``provider`` is a provider's name or
+    uuid.
+    """
+
+    def new_root(self, name: str, uuid: str) -> str:
+        """Add a root provider; return its uuid."""
+        ...
+
+    def new_child(self, name: str, parent: str,
+                  uuid: str | None = None) -> str:
+        """Add a child of ``parent``; return its uuid."""
+        ...
+
+    def exists(self, provider: str) -> bool:
+        """Whether the tree holds ``provider``."""
+        ...
+
+    def data(self, provider: str) -> ProviderDataLike:
+        """A read-only snapshot of ``provider``."""
+        ...
+
+    def update_inventory(self, provider: str,
+                         inventory: Mapping[str, Mapping[str, Any]]) -> bool:
+        """Replace ``provider``'s inventory; return whether it changed."""
+        ...
+
+    def update_traits(self, provider: str, traits: Iterable[str]) -> bool:
+        """Replace ``provider``'s traits; return whether they changed."""
+        ...
+
+
+@dataclass(frozen=True)
+class NodeCapabilities:
+    """What one node is, in terms any driver can give.
+
+    Attributes:
+        nodename: the node, one of
+            :meth:`ComputeDriver.get_available_nodes`.
+        traits: every trait the driver owns for this node with its state
+            (asserted, unasserted, unknown) and evidence, or ``None`` when
+            the driver does not derive traits per node.  Its ownership must
+            be part of the driver's :attr:`ComputeDriver.ownership`.
+        facts: driver-specific, JSON-ready facts for people and tools
+            (``{"arch": "x86_64", "numa_cells": 2}``); read-only.  Nothing
+            schedules on them: what the scheduler needs goes into the
+            provider tree.
+    """
+
+    nodename: str
+    traits: TraitReport | None = None
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "facts", MappingProxyType(dict(self.facts)))
+
+
+class ComputeDriver(abc.ABC):
+    """A virt driver: reads what its host's nodes are, keeps their
+    providers true.
+
+    Subclasses declare two class attributes (or properties):
+
+    * :attr:`capabilities` — the Nova-style capabilities dict
+      (``supports_multiattach`` → bool …); each ``supports_*`` entry
+      becomes a ``COMPUTE_*`` trait.
+    * :attr:`ownership` — every trait the driver could ever set.  The
+      tracker removes an owned trait the driver does not assert and never
+      touches any other, so a trait the driver sets but does not own would
+      stay on the provider after it stops being true.
+
+    and implement :meth:`init_host`, :meth:`get_available_nodes`,
+    :meth:`node_capabilities` and :meth:`update_provider_tree`.  The
+    constructor takes keyword arguments only (the loader passes them
+    through); it must not do I/O — :meth:`init_host` does.
+    """
+
+    @property
+    @abc.abstractmethod
+    def capabilities(self) -> Mapping[str, bool]:
+        """The driver's capabilities dict: capability name → supported."""
+
+    @property
+    @abc.abstractmethod
+    def ownership(self) -> Ownership:
+        """Every trait (and dynamic-name prefix) this driver may set."""
+
+    @abc.abstractmethod
+    def init_host(self, host: str) -> None:
+        """Prepare to manage ``host`` (the compute service's host name).
+
+        Called once, before any other method but the constructor.  Open
+        connections and check the hypervisor here.
+
+        Raises:
+            DriverError: the host cannot be managed; the message says why
+                and what to do.
+        """
+
+    @abc.abstractmethod
+    def get_available_nodes(self, refresh: bool = False) -> list[str]:
+        """The names of the nodes this driver manages, sorted.
+
+        A hypervisor driver has one node (the host); a bare-metal driver
+        one per machine.  With ``refresh`` re-read them from the source
+        instead of a cached list.
+        """
+
+    @abc.abstractmethod
+    def node_capabilities(self, nodename: str) -> NodeCapabilities:
+        """What ``nodename`` is: its traits with evidence, and facts.
+
+        Raises:
+            NodeNotFoundError: ``nodename`` is not one of this driver's
+                nodes.
+        """
+
+    @abc.abstractmethod
+    def update_provider_tree(
+            self, tree: ProviderTreeLike, nodename: str,
+            allocations: Mapping[str, Any] | None = None) -> None:
+        """Bring ``nodename``'s providers in ``tree`` up to date.
+
+        Create the node's root provider if ``tree`` lacks it (named
+        ``nodename``), then set its inventories, its traits and any
+        children (NUMA cells, devices).  Traits change only through the
+        ownership rule: add asserted traits, remove owned ones that are
+        unasserted, leave unknown and foreign traits exactly as they are
+        (:func:`virtdriver.capabilities.traits.apply.apply_report` does
+        this).  Only the tree changes here; the tracker syncs it.
+
+        Args:
+            tree: the tracker's provider tree, changed in place.
+            nodename: one of :meth:`get_available_nodes`.
+            allocations: consumer uuid → allocations, when the tracker
+                passes them (a driver that moves inventory between
+                providers needs them to move allocations too); ``None``
+                otherwise.
+
+        Raises:
+            NodeNotFoundError: ``nodename`` is not one of this driver's
+                nodes.
+        """
+
+    def cleanup_host(self, host: str) -> None:
+        """Release what :meth:`init_host` acquired; called at shutdown.
+
+        The default does nothing.
+        """
+        return None
+
+    def require_node(self, nodename: str) -> None:
+        """Raise :class:`NodeNotFoundError` unless ``nodename`` is ours."""
+        nodes = self.get_available_nodes()
+        if nodename not in nodes:
+            raise NodeNotFoundError(nodename, nodes)
