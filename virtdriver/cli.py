@@ -13,6 +13,8 @@ from virtdriver import render
 from virtdriver.capabilities import CapabilityXMLError
 from virtdriver.capabilities.traits.config import CPU_MODES, TraitConfig
 from virtdriver.capabilities.traits.explain import explain
+from virtdriver.conf import (
+    ConfigError, make_conf, parse_machine_types, trait_config)
 from virtdriver.drivers.libvirt.connection import (
     LibvirtConnectionError,
     URIChoice,
@@ -36,14 +38,10 @@ def _csv(text: str) -> tuple[str, ...]:
 
 
 def _machine_types(text: str) -> tuple[tuple[str, str], ...]:
-    pairs = []
-    for item in _csv(text):
-        arch, sep, machine = item.partition("=")
-        if not sep or not arch.strip() or not machine.strip():
-            raise argparse.ArgumentTypeError(
-                f"{item!r} is not ARCH=MACHINE (e.g. x86_64=q35)")
-        pairs.append((arch.strip(), machine.strip()))
-    return tuple(pairs)
+    try:
+        return parse_machine_types(_csv(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _add_host_options(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +51,10 @@ def _add_host_options(parser: argparse.ArgumentParser) -> None:
                         "else test:///default)")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="output format (default: text)")
+    parser.add_argument("--config-file", action="append", default=[],
+                        metavar="FILE", help="oslo.config file to read "
+                        "(repeatable; later files win); the options below "
+                        "override it")
     group = parser.add_argument_group(
         "guest configuration", "OpenStack-shaped options that decide which "
         "traits the host offers")
@@ -62,15 +64,15 @@ def _add_host_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--cpu-mode", choices=CPU_MODES,
                        help="[libvirt] cpu_mode (default: host-model for "
                        "kvm and qemu)")
-    group.add_argument("--cpu-models", type=_csv, default=(), metavar="A,B",
+    group.add_argument("--cpu-models", type=_csv, default=None, metavar="A,B",
                        help="[libvirt] cpu_models, for --cpu-mode custom")
-    group.add_argument("--cpu-model-extra-flags", type=_csv, default=(),
+    group.add_argument("--cpu-model-extra-flags", type=_csv, default=None,
                        metavar="+F,-G", help="[libvirt] cpu_model_extra_flags;"
                        " write --cpu-model-extra-flags=-flag for a removal")
-    group.add_argument("--hw-machine-type", type=_machine_types, default=(),
+    group.add_argument("--hw-machine-type", type=_machine_types, default=None,
                        metavar="ARCH=MACHINE,...",
                        help="[libvirt] hw_machine_type")
-    group.add_argument("--image-type-exclude-list", type=_csv, default=(),
+    group.add_argument("--image-type-exclude-list", type=_csv, default=None,
                        metavar="raw,...",
                        help="[compute] image_type_exclude_list")
     group.add_argument("--cpu-map", default=str(DEFAULT_CPU_MAP_DIR),
@@ -115,15 +117,17 @@ def main(argv: Sequence[str] | None = None, *,
     if args.command == "drivers":
         return run_drivers(args.format)
     try:
-        config = TraitConfig(
-            virt_type=args.virt_type, cpu_mode=args.cpu_mode,
+        conf = make_conf(config_files=args.config_file)
+        config = trait_config(
+            conf, virt_type=args.virt_type, cpu_mode=args.cpu_mode,
             cpu_models=args.cpu_models,
             cpu_model_extra_flags=args.cpu_model_extra_flags,
             machine_types=args.hw_machine_type,
             image_type_exclude_list=args.image_type_exclude_list)
-    except ValueError as exc:
+    except ConfigError as exc:
         print(f"virtdriver: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    args.uri = args.uri or conf.libvirt.connection_uri or None
     return run_command(args, config, opener=opener)
 
 

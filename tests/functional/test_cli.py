@@ -265,3 +265,77 @@ def test_bad_machine_type_option_is_a_usage_error(capsys):
         cli.main(["report", "--hw-machine-type", "q35"])
     assert info.value.code == 2
     assert "'q35' is not ARCH=MACHINE" in capsys.readouterr().err
+
+
+def _explain_avx2(conn, capsys, *extra):
+    status = cli.main(["explain", "HW_CPU_X86_AVX2", "--format", "json",
+                       *extra], opener=opener_for(conn))
+    (answer,) = json.loads(capsys.readouterr().out)
+    return status, answer
+
+
+def test_config_file_sets_cpu_mode(corpus_conn, capsys, tmp_path):
+    conf = tmp_path / "virtdriver.conf"
+    conf.write_text("[libvirt]\ncpu_mode = none\n")
+
+    status, answer = _explain_avx2(corpus_conn, capsys,
+                                   "--config-file", str(conf))
+
+    assert status == 0
+    assert answer["status"] == "unasserted"
+    assert "config [libvirt] cpu_mode is none" in answer["sentence"]
+
+
+def test_cli_flag_overrides_the_config_file(corpus_conn, capsys, tmp_path):
+    conf = tmp_path / "virtdriver.conf"
+    conf.write_text("[libvirt]\ncpu_mode = none\n")
+
+    status, answer = _explain_avx2(corpus_conn, capsys, "--config-file",
+                                   str(conf), "--cpu-mode", "host-model")
+
+    assert status == 0
+    assert "cpu_mode is none" not in answer["sentence"]
+    assert "host-model CPU EPYC-Genoa" in answer["sentence"]
+
+
+def test_config_file_connection_uri_unless_uri_given(corpus_conn, capsys,
+                                                     tmp_path):
+    conf = tmp_path / "virtdriver.conf"
+    conf.write_text("[libvirt]\nconnection_uri = test:///from-file\n")
+    asked = []
+
+    def opener(uri):
+        asked.append(uri)
+        return corpus_conn, URIChoice(uri, "given")
+
+    for argv in (["report", "--config-file", str(conf)],
+                 ["report", "--config-file", str(conf), "--uri", "x:///"]):
+        assert cli.main(argv, opener=opener) == 0
+    assert asked == ["test:///from-file", "x:///"]
+
+
+def test_bad_value_in_config_file_exits_2_naming_the_option(
+        corpus_conn, capsys, tmp_path):
+    conf = tmp_path / "virtdriver.conf"
+    conf.write_text("[libvirt]\ncpu_mode = host-modle\n")
+
+    status = cli.main(["report", "--config-file", str(conf)],
+                      opener=opener_for(corpus_conn))
+
+    captured = capsys.readouterr()
+    assert status == cli.EXIT_FAILURE
+    assert captured.out == ""
+    assert captured.err == (
+        f"virtdriver: bad configuration (read from {conf}): [libvirt] "
+        "cpu_mode: Valid values are [host-model, host-passthrough, custom, "
+        "none], but found 'host-modle'; correct it (see "
+        "docs/configuration.md)\n")
+    assert corpus_conn.domain_calls == []
+
+
+def test_missing_config_file_exits_2(corpus_conn, capsys, tmp_path):
+    status = cli.main(["report", "--config-file", str(tmp_path / "no")],
+                      opener=opener_for(corpus_conn))
+    assert status == cli.EXIT_FAILURE
+    assert f"cannot read config file {tmp_path / 'no'}" in \
+        capsys.readouterr().err

@@ -1,0 +1,148 @@
+"""The options virtdriver reads, OpenStack-shaped, and how to load them.
+
+Options live on a :class:`oslo_config.cfg.ConfigOpts` made by
+:func:`make_conf`; nothing is registered on oslo's global ``CONF``, so
+two configurations (a test's and the command's) never meet.
+
+Nova keeps ``reserved_host_memory_mb``, ``reserved_huge_pages`` and the
+allocation ratios in ``[DEFAULT]``; here they are in ``[compute]``, and a
+Nova-style ``[DEFAULT]`` setting is still read (oslo's deprecated group).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from os import PathLike
+
+from oslo_config import cfg
+
+from virtdriver.capabilities.traits.config import CPU_MODES
+from virtdriver.conf.reader import ConfigError
+
+#: Virt types ``[libvirt] virt_type`` accepts (Nova's, plus xen).
+VIRT_TYPES = ("kvm", "qemu", "lxc", "parallels", "xen")
+
+#: Reserved for the host when nothing is configured, as in Nova.
+DEFAULT_RESERVED_HOST_MEMORY_MB = 512
+#: Nova's initial_cpu_allocation_ratio (since 2023.1).
+DEFAULT_CPU_ALLOCATION_RATIO = 4.0
+#: Nova's initial_ram_allocation_ratio (since 2023.1).
+DEFAULT_RAM_ALLOCATION_RATIO = 1.0
+
+COMPUTE_OPTS = [
+    cfg.StrOpt(
+        "cpu_dedicated_set",
+        help="Host CPUs for pinned guest CPUs (PCPU inventory), e.g. "
+             "'4-15,^8'. Unset: no dedicated CPUs. When set and "
+             "cpu_shared_set is not, the host offers no shared CPUs."),
+    cfg.StrOpt(
+        "cpu_shared_set",
+        help="Host CPUs for floating guest CPUs (VCPU inventory), e.g. "
+             "'0-3'. Unset: every online host CPU when cpu_dedicated_set "
+             "is unset too, else none."),
+    cfg.IntOpt(
+        "reserved_host_memory_mb", default=DEFAULT_RESERVED_HOST_MEMORY_MB,
+        deprecated_group="DEFAULT",
+        help="Memory (MiB) kept for the host, taken from NUMA cell 0 "
+             "first, then the next cells in id order."),
+    cfg.MultiStrOpt(
+        "reserved_huge_pages", default=[], deprecated_group="DEFAULT",
+        help="Pages kept for the host, one entry per NUMA node and page "
+             "size: 'node:0,size:2048,count:64' (size in KiB, or with a "
+             "unit: 2MB, 1GB). Repeat the option for more entries."),
+    cfg.FloatOpt(
+        "cpu_allocation_ratio", default=DEFAULT_CPU_ALLOCATION_RATIO,
+        deprecated_group="DEFAULT",
+        help="Shared guest CPUs per shared host CPU (VCPU overcommit); "
+             "greater than 0."),
+    cfg.FloatOpt(
+        "ram_allocation_ratio", default=DEFAULT_RAM_ALLOCATION_RATIO,
+        deprecated_group="DEFAULT",
+        help="Guest memory per host memory (overcommit); greater than 0."),
+    cfg.ListOpt(
+        "image_type_exclude_list", default=[],
+        help="Image formats not offered even when the driver supports "
+             "them, e.g. 'raw,qcow2'."),
+]
+
+LIBVIRT_OPTS = [
+    cfg.StrOpt(
+        "connection_uri", default="",
+        help="libvirt URI to open. Empty: qemu:///system if a daemon "
+             "answers, else qemu:///embed, else test:///default."),
+    cfg.StrOpt(
+        "virt_type", choices=VIRT_TYPES,
+        help="Guest virt type. Unset: kvm when libvirt offers kvm guests "
+             "of the host arch, else qemu."),
+    cfg.StrOpt(
+        "cpu_mode", choices=CPU_MODES,
+        help="Guest CPU mode. Unset: host-model for kvm and qemu, none "
+             "for other virt types."),
+    cfg.ListOpt(
+        "cpu_models", default=[],
+        help="Named CPU models for cpu_mode = custom, in preference "
+             "order."),
+    cfg.ListOpt(
+        "cpu_model_extra_flags", default=[],
+        help="CPU features to add ('+flag' or 'flag') or remove ('-flag') "
+             "for guests."),
+    cfg.ListOpt(
+        "hw_machine_type", default=[],
+        help="Machine types per guest arch, 'arch=machine' pairs, e.g. "
+             "'x86_64=q35,aarch64=virt'."),
+]
+
+VIRTDRIVER_OPTS = [
+    cfg.StrOpt(
+        "state_dir",
+        help="Directory for virtdriver's state (qemu:///embed root, "
+             "caches). Unset: $VIRTDRIVER_STATE_DIR, else "
+             "/var/lib/virtdriver for root, else "
+             "~/.local/state/virtdriver."),
+]
+
+
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """Every option by group, in oslo-config-generator's form."""
+    return [("compute", COMPUTE_OPTS), ("libvirt", LIBVIRT_OPTS),
+            ("virtdriver", VIRTDRIVER_OPTS)]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    """Register every virtdriver option on ``conf``."""
+    for group, opts in list_opts():
+        conf.register_opts(opts, group=group)
+
+
+def make_conf(args: Sequence[str] | None = None,
+              config_files: Iterable[str | PathLike[str]] = ()
+              ) -> cfg.ConfigOpts:
+    """A new ``ConfigOpts`` with every option, read from ``config_files``.
+
+    ``args`` are oslo command-line arguments (``--config-file``,
+    ``--config-dir``); ``None`` means none, never ``sys.argv``.  No
+    default locations are searched and the environment is not read:
+    what is configured is exactly what is passed.
+
+    Values are converted when read; :func:`virtdriver.conf.trait_config`
+    and :func:`virtdriver.conf.pinning_config` report bad ones.
+
+    Raises:
+        ConfigError: a file is missing, unreadable or not INI syntax.
+    """
+    conf = cfg.ConfigOpts()
+    register_opts(conf)
+    files = [str(path) for path in config_files]
+    try:
+        conf(args=list(args or ()), project="virtdriver",
+             default_config_files=files, default_config_dirs=[],
+             use_env=False, validate_default_values=True)
+    except cfg.ConfigFilesNotFoundError as exc:
+        raise ConfigError([
+            f"cannot read config file {', '.join(exc.config_files)}: it "
+            "does not exist or is not readable; check the --config-file "
+            "path"]) from None
+    except cfg.ConfigFileParseError as exc:
+        raise ConfigError([f"{exc.config_file} is not an INI file: "
+                           f"{exc.msg}; fix its syntax"]) from None
+    return conf
