@@ -1,0 +1,130 @@
+"""One provider as an immutable record, and the checks on its fields.
+
+A :class:`ProviderData` is never changed: the tree replaces a provider's
+record on every write.  So a record handed out by ``data()`` or held by a
+snapshot stays true to the moment it was read without any copying, and an
+unchanged provider is the *same object* in two snapshots (which is what
+makes ``diff`` cheap).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from virtdriver.capabilities.traits.names import invalid_reason
+from virtdriver.resource_tracker.errors import InvalidProvider, describe
+from virtdriver.resource_tracker.inventory import Inventory
+
+#: Placement's limit on a provider name.
+MAX_NAME_LENGTH = 200
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-"
+                   r"[0-9a-f]{12}")
+_NO_INVENTORY: Mapping[str, Inventory] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderData:
+    """A point-in-time, read-only view of one provider.
+
+    The fields Nova's ``ProviderData`` has (``uuid``, ``name``,
+    ``generation``, ``parent_uuid``, ``inventory``, ``traits``,
+    ``aggregates``) plus ``root_uuid``.  ``inventory`` maps resource class to
+    :class:`~virtdriver.resource_tracker.inventory.Inventory`; ``traits`` and
+    ``aggregates`` are frozensets.
+    """
+
+    uuid: str
+    name: str
+    generation: int | None
+    parent_uuid: str | None
+    root_uuid: str
+    inventory: Mapping[str, Inventory] = field(
+        default_factory=lambda: _NO_INVENTORY, hash=False)
+    traits: frozenset[str] = frozenset()
+    aggregates: frozenset[str] = frozenset()
+
+    @property
+    def label(self) -> str:
+        """``provider 'name' (uuid)``, as error messages name it."""
+        return describe(self.name, self.uuid)
+
+
+def check_uuid(provider: str, what: str, value: object) -> str:
+    """Return ``value`` if it is a canonical (lower-case, dashed) UUID.
+
+    Raises:
+        InvalidProvider: naming ``provider`` and the field ``what``.
+    """
+    if isinstance(value, str) and _UUID.fullmatch(value):
+        return value
+    hint = "give a UUID in the form str(uuid.uuid4()) produces"
+    if isinstance(value, str):
+        try:
+            hint = f"write it as {str(uuid.UUID(value))!r}"
+        except ValueError:
+            pass
+    raise InvalidProvider(provider, what,
+                          f"{value!r} is not a lower-case dashed UUID", hint)
+
+
+def check_name(provider: str, value: object) -> str:
+    """Return ``value`` if it is a usable provider name, else raise."""
+    if isinstance(value, str) and 0 < len(value) <= MAX_NAME_LENGTH:
+        return value
+    raise InvalidProvider(
+        provider, "name", f"{value!r} is not a string of 1 to "
+        f"{MAX_NAME_LENGTH} characters", "give the provider a shorter, "
+        "non-empty name (Placement's limit)")
+
+
+def check_generation(provider: str, value: object) -> int | None:
+    """Return ``value`` if it is ``None`` or a generation number, else raise."""
+    if value is None or (isinstance(value, int)
+                         and not isinstance(value, bool) and value >= 0):
+        return value
+    raise InvalidProvider(provider, "generation",
+                          f"{value!r} is not None or an integer >= 0",
+                          "pass the generation Placement returned")
+
+
+def check_traits(provider: str, traits: Iterable[str]) -> frozenset[str]:
+    """The traits as a frozenset, each checked as a trait name.
+
+    Raises:
+        InvalidProvider: naming the provider and the first bad trait.
+    """
+    found = frozenset(_strings(provider, "traits", traits))
+    for trait in found:
+        reason = invalid_reason(trait)
+        if reason:
+            raise InvalidProvider(
+                provider, "traits", f"{trait!r} is {reason}",
+                "use an os_traits constant or a CUSTOM_ name "
+                "(virtdriver.capabilities.traits.names.custom_trait)")
+    return found
+
+
+def check_aggregates(provider: str, aggregates: Iterable[str]
+                     ) -> frozenset[str]:
+    """The aggregate uuids as a frozenset, each checked as a UUID."""
+    found = frozenset(_strings(provider, "aggregates", aggregates))
+    for aggregate in found:
+        check_uuid(provider, "aggregates", aggregate)
+    return found
+
+
+def _strings(provider: str, what: str, values: Iterable[str]) -> list[str]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise InvalidProvider(
+            provider, what, f"{values!r} is not a collection of names",
+            f"pass a list or set of {what}, not a single string")
+    values = list(values)
+    for value in values:
+        if not isinstance(value, str):
+            raise InvalidProvider(provider, what, f"{value!r} is not a string",
+                                  f"give each of the {what} as a string")
+    return values

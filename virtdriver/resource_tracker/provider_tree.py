@@ -1,0 +1,281 @@
+"""The in-memory tree of resource providers a driver reports to Placement.
+
+:class:`ProviderTree` keeps the method names and arguments of Nova's
+``nova.compute.provider_tree.ProviderTree``, so a driver's
+``update_provider_tree`` ports over unchanged; ``docs/provider-tree.md``
+lists the few differences.  What it adds:
+
+* every value is validated on the way in (inventory rules, trait names,
+  UUIDs), with errors that name the provider and the field;
+* O(1) lookup by name or uuid for every provider, roots and children alike;
+* O(1) immutable snapshots (:meth:`ProviderTree.snapshot`) and
+  :func:`~virtdriver.resource_tracker.tree_diff.diff` between two of them;
+* a canonical JSON form (:meth:`to_json` / :meth:`ProviderTree.from_json`).
+
+Each provider is an immutable :class:`ProviderData`, replaced on write;
+storage is copy-on-write (see :mod:`.provider_index`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Iterable, Mapping
+from uuid import uuid4
+
+from virtdriver.resource_tracker import tree_json
+from virtdriver.resource_tracker.errors import (
+    InvalidProvider, ProviderExists, ProviderNotFound, ProviderTreeError,
+    describe)
+from virtdriver.resource_tracker.inventory import Inventory, validate_inventory
+from virtdriver.resource_tracker.provider import (
+    ProviderData, check_aggregates, check_generation, check_name, check_traits,
+    check_uuid)
+from virtdriver.resource_tracker.provider_index import ProviderIndex
+from virtdriver.resource_tracker.snapshot import TreeReader, TreeSnapshot
+from virtdriver.resource_tracker.tree_diff import ProviderDiff, TreeDiff, diff
+from virtdriver.resource_tracker.tree_load import parents_first
+
+__all__ = ["Inventory", "InvalidProvider", "ProviderData", "ProviderDiff",
+           "ProviderExists", "ProviderNotFound", "ProviderTree",
+           "ProviderTreeError", "TreeDiff", "TreeSnapshot", "diff"]
+
+_SET_CHECKS = {"traits": check_traits, "aggregates": check_aggregates}
+
+
+class ProviderTree(TreeReader):
+    """A thread-safe forest of resource providers.
+
+    Every method takes the tree's own lock (a re-entrant lock, also
+    available as :attr:`lock`); reads return immutable records, so nothing
+    a caller holds changes under it.  Write methods raise subclasses of
+    :class:`ValueError` (see :mod:`.errors`) and leave the tree unchanged
+    when they do.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._index = ProviderIndex()
+        # True while a snapshot shares self._index: copy before writing.
+        self._shared = False
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The tree's lock, for callers that need several calls atomic."""
+        return self._lock
+
+    def snapshot(self) -> TreeSnapshot:
+        """The tree as it is now, frozen; O(1) (copy-on-write)."""
+        with self._lock:
+            self._shared = True
+            return TreeSnapshot(self._index)
+
+    # -- creating and removing providers ------------------------------------
+
+    def new_root(self, name: str, uuid: str | None = None,
+                 generation: int | None = None) -> str:
+        """Add a root provider and return its uuid (made up if not given).
+
+        Raises:
+            ProviderExists: the name or uuid is taken by another provider.
+            InvalidProvider: the name, uuid or generation is not valid.
+        """
+        with self._lock:
+            record = _new_record(self._index, name, None, uuid, generation)
+            self._writable().add(record)
+            return record.uuid
+
+    def new_child(self, name: str, parent: str, uuid: str | None = None,
+                  generation: int | None = None) -> str:
+        """Add a provider under ``parent`` (a name or uuid); return its uuid.
+
+        Raises:
+            ProviderNotFound: no provider is ``parent``.
+            ProviderExists: the name or uuid is taken by another provider.
+            InvalidProvider: the name, uuid or generation is not valid.
+        """
+        with self._lock:
+            above = self._index.get(parent)
+            record = _new_record(self._index, name, above, uuid, generation)
+            self._writable().add(record)
+            return record.uuid
+
+    def remove(self, name_or_uuid: str) -> None:
+        """Remove a provider and all its descendants.
+
+        Raises:
+            ProviderNotFound: no provider has this name or uuid.
+        """
+        with self._lock:
+            uuid = self._index.get(name_or_uuid).uuid
+            self._writable().remove(uuid)
+
+    def populate_from_iterable(self, provider_dicts: Iterable[Mapping]
+                               ) -> None:
+        """Add or replace providers given as Placement provider dicts.
+
+        Each dict has ``uuid`` and ``name``, and may have ``generation``,
+        ``parent_provider_uuid`` and (beyond Nova) ``inventories``,
+        ``traits`` and ``aggregates``.  A provider already in the tree is
+        replaced with its whole subtree, as in Nova; others are kept.  The
+        dicts may come in any order.  All or nothing: on error the tree is
+        unchanged.
+
+        Raises:
+            InvalidProvider: a parent is missing, a value is invalid.
+            ProviderExists: a name is taken by a provider not replaced.
+        """
+        objects = list(provider_dicts)
+        with self._lock:
+            work = self._index.copy()
+            _load(work, objects)
+            self._index, self._shared = work, False
+
+    @classmethod
+    def from_json(cls, document: Mapping | str | bytes) -> ProviderTree:
+        """Build a tree from its canonical JSON form (dict or text).
+
+        Validates everything :meth:`populate_from_iterable` does, plus the
+        document's shape and each ``root_provider_uuid``.
+        """
+        objects = tree_json.provider_objects(document)
+        tree = cls()
+        _load(tree._index, objects)
+        for obj in objects:
+            root = tree._index.by_uuid[obj["uuid"]].root_uuid
+            if obj["root_provider_uuid"] not in (None, root):
+                raise InvalidProvider(
+                    describe(obj["name"], obj["uuid"]), "root_provider_uuid",
+                    f"is {obj['root_provider_uuid']!r} but its parents lead "
+                    f"to root {root}", "fix parent_provider_uuid or "
+                    "root_provider_uuid so they agree")
+        return tree
+
+    # -- changing a provider -------------------------------------------------
+
+    def update_inventory(self, name_or_uuid: str,
+                         inventory: Mapping[str, Inventory | Mapping],
+                         generation: int | None = None) -> bool:
+        """Set the provider's whole inventory; return whether it changed.
+
+        ``inventory`` maps resource class to an :class:`Inventory` or a
+        Nova-style dict (``total`` plus any other field; the rest get
+        Placement's defaults).  ``generation``, when given, is stored even
+        if nothing else changed.
+
+        Raises:
+            ProviderNotFound: no provider has this name or uuid.
+            InvalidProvider: a record breaks a rule (which one is named).
+        """
+        with self._lock:
+            current = self._index.get(name_or_uuid)
+            records = validate_inventory(current.label, inventory)
+            return self._replace(current, generation, inventory=records)
+
+    def update_traits(self, name_or_uuid: str, traits: Iterable[str],
+                      generation: int | None = None) -> bool:
+        """Set the provider's traits; return whether they changed."""
+        return self._change_set(name_or_uuid, "traits", traits, "set",
+                                generation)
+
+    def add_traits(self, name_or_uuid: str, *traits: str) -> bool:
+        """Add traits, keeping the others; return whether any was new."""
+        return self._change_set(name_or_uuid, "traits", traits, "add")
+
+    def remove_traits(self, name_or_uuid: str, *traits: str) -> bool:
+        """Remove traits (absent ones are ignored); return whether any was
+        there."""
+        return self._change_set(name_or_uuid, "traits", traits, "remove")
+
+    def update_aggregates(self, name_or_uuid: str, aggregates: Iterable[str],
+                          generation: int | None = None) -> bool:
+        """Set the provider's aggregate uuids; return whether they changed."""
+        return self._change_set(name_or_uuid, "aggregates", aggregates, "set",
+                                generation)
+
+    def add_aggregates(self, name_or_uuid: str, *aggregates: str) -> bool:
+        """Add aggregate uuids; return whether any was new."""
+        return self._change_set(name_or_uuid, "aggregates", aggregates, "add")
+
+    def remove_aggregates(self, name_or_uuid: str, *aggregates: str) -> bool:
+        """Remove aggregate uuids; return whether any was there."""
+        return self._change_set(name_or_uuid, "aggregates", aggregates,
+                                "remove")
+
+    # -- internals -------------------------------------------------------------
+
+    def _change_set(self, name_or_uuid: str, field: str,
+                    values: Iterable[str], how: str,
+                    generation: int | None = None) -> bool:
+        with self._lock:
+            current = self._index.get(name_or_uuid)
+            old = getattr(current, field)
+            if how == "remove":
+                new = old.difference(values)
+            else:
+                given = _SET_CHECKS[field](current.label, values)
+                new = old | given if how == "add" else given
+            return self._replace(current, generation, **{field: new})
+
+    def _replace(self, current: ProviderData, generation: int | None,
+                 **fields: object) -> bool:
+        """Store ``current`` with ``fields``; return whether any differs."""
+        generation = check_generation(current.label, generation)
+        changed = {name: value for name, value in fields.items()
+                   if getattr(current, name) != value}
+        content_changed = bool(changed)
+        if generation is not None and generation != current.generation:
+            changed["generation"] = generation
+        if changed:
+            self._writable().put(dataclasses.replace(current, **changed))
+        return content_changed
+
+    def _writable(self) -> ProviderIndex:
+        # Caller holds the lock.
+        if self._shared:
+            self._index = self._index.copy()
+            self._shared = False
+        return self._index
+
+
+def _new_record(index: ProviderIndex, name: str, parent: ProviderData | None,
+                uuid: str | None, generation: int | None) -> ProviderData:
+    """A checked record for a new provider (not yet added)."""
+    if uuid is None:
+        uuid = str(uuid4())
+    label = describe(name, uuid)
+    check_name(label, name)
+    check_uuid(label, "uuid", uuid)
+    generation = check_generation(label, generation)
+    for value in (uuid, name):
+        holder = index.find(value)
+        if holder is not None:
+            raise ProviderExists(label, value, holder.label)
+    if parent is None:
+        return ProviderData(uuid, name, generation, None, uuid)
+    return ProviderData(uuid, name, generation, parent.uuid, parent.root_uuid)
+
+
+def _load(index: ProviderIndex, objects: list[Mapping]) -> None:
+    """Add or replace providers from dicts, parents first, into ``index``."""
+    for obj in parents_first(objects, index.by_uuid.__contains__):
+        uuid, parent_uuid = obj["uuid"], obj.get("parent_provider_uuid")
+        if uuid in index.by_uuid:
+            index.remove(uuid)
+        parent = None
+        if parent_uuid is not None:
+            parent = index.by_uuid.get(parent_uuid)
+            if parent is None:
+                raise InvalidProvider(
+                    describe(obj.get("name"), uuid), "parent_provider_uuid",
+                    f"{parent_uuid} was removed when an ancestor of it was "
+                    "replaced", "give the replaced provider's whole subtree")
+        record = _new_record(index, obj.get("name"), parent, uuid,
+                             obj.get("generation"))
+        label = record.label
+        record = dataclasses.replace(
+            record,
+            inventory=validate_inventory(label, obj.get("inventories", {})),
+            traits=check_traits(label, obj.get("traits", ())),
+            aggregates=check_aggregates(label, obj.get("aggregates", ())))
+        index.add(record)
