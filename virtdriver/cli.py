@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import socket
 import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
@@ -13,6 +14,7 @@ from virtdriver import render
 from virtdriver.capabilities import CapabilityXMLError
 from virtdriver.capabilities.traits.config import CPU_MODES, TraitConfig
 from virtdriver.capabilities.traits.explain import explain
+from virtdriver.drivers.base import DriverError
 from virtdriver.conf import (
     ConfigError, make_conf, parse_machine_types, trait_config)
 from virtdriver.drivers.libvirt.connection import (
@@ -25,7 +27,8 @@ from virtdriver.drivers.libvirt.cpu_map_loader import (
 from virtdriver.drivers.libvirt.host import (
     CapabilitySource, HostReading, read_host)
 from virtdriver.drivers.libvirt.traits import trait_report
-from virtdriver.drivers.loader import available_drivers
+from virtdriver.resource_tracker.provider_tree import ProviderTree
+from virtdriver.drivers.loader import available_drivers, load_driver
 
 #: Exit status for input the user or the host got wrong (bad XML, no libvirt).
 EXIT_FAILURE = 2
@@ -107,6 +110,23 @@ def build_parser() -> argparse.ArgumentParser:
     drivers_cmd.add_argument("--format", choices=("text", "json"),
                              default="text",
                              help="output format (default: text)")
+    tree_cmd = commands.add_parser(
+        "tree", help="the provider tree a driver publishes for its nodes",
+        description="Load a driver by name (virtdriver.drivers entry "
+                    "point), initialise it, and show the provider tree it "
+                    "builds for every node: inventories and traits.")
+    tree_cmd.add_argument("--driver", default="libvirt",
+                          help="driver name (default: libvirt; see "
+                               "`virtdriver drivers`)")
+    tree_cmd.add_argument("--host-spec", default="small", metavar="SPEC",
+                          help="fake driver: a preset (small, numa2-ht, "
+                               "numa4-large) or a YAML/JSON file")
+    tree_cmd.add_argument("--inventory", metavar="FILE",
+                          help="ironic driver: the node inventory file")
+    tree_cmd.add_argument("--flat", action="store_true",
+                          help="everything on the root provider instead of "
+                               "one child per NUMA cell")
+    _add_host_options(tree_cmd)
     return parser
 
 
@@ -128,7 +148,51 @@ def main(argv: Sequence[str] | None = None, *,
         print(f"virtdriver: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     args.uri = args.uri or conf.libvirt.connection_uri or None
+    if args.command == "tree":
+        override_conf(conf, config)
+        return run_tree(args, conf)
     return run_command(args, config, opener=opener)
+
+
+def run_tree(args: argparse.Namespace, conf, out: TextIO | None = None,
+             err: TextIO | None = None) -> int:
+    """Build the provider tree of every node of the chosen driver."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    kwargs: dict[str, object] = {"conf": conf}
+    # The in-tree drivers' own arguments; other drivers get conf only.
+    if args.driver in ("libvirt", "fake"):
+        kwargs["nested"] = not args.flat
+    if args.driver == "libvirt":
+        kwargs["uri"] = args.uri
+    elif args.driver == "fake":
+        kwargs["host"] = args.host_spec
+    elif args.driver == "ironic":
+        kwargs["inventory_path"] = args.inventory
+    try:
+        driver = load_driver(args.driver, **kwargs)
+        driver.init_host(socket.gethostname())
+        tree = ProviderTree()
+        for node in driver.get_available_nodes():
+            driver.update_provider_tree(tree, node)
+    except DriverError as exc:
+        print(f"virtdriver: {exc}", file=err)
+        return EXIT_FAILURE
+    out.write(render.render_tree(tree, args.format))
+    return 0
+
+
+def override_conf(conf, config: TraitConfig) -> None:
+    """Write the CLI's guest options over the config file's values."""
+    values = {"virt_type": config.virt_type, "cpu_mode": config.cpu_mode,
+              "cpu_models": list(config.cpu_models),
+              "cpu_model_extra_flags": list(config.cpu_model_extra_flags),
+              "hw_machine_type": [f"{a}={m}"
+                                  for a, m in config.machine_types]}
+    for name, value in values.items():
+        conf.set_override(name, value, group="libvirt")
+    conf.set_override("image_type_exclude_list",
+                      list(config.image_type_exclude_list), group="compute")
 
 
 def run_drivers(fmt: str, out: TextIO | None = None) -> int:

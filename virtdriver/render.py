@@ -208,3 +208,34 @@ def render_drivers(drivers: list[DriverInfo], fmt: str) -> str:
         "  ".join(cell.ljust(width)
                   for cell, width in zip(row[:3], widths, strict=True))
         + "  " + row[3] + "\n" for row in [header, *rows])
+
+
+def render_tree(tree: Any, fmt: str) -> str:
+    """A provider tree: Placement-shaped JSON, or an indented outline."""
+    document = tree.to_json()
+    if fmt == "json":
+        return json.dumps(document, indent=2) + "\n"
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for provider in document["providers"]:
+        children.setdefault(provider["parent_provider_uuid"], []).append(
+            provider)
+    lines: list[str] = []
+
+    def walk(provider: dict[str, Any], depth: int) -> None:
+        pad = "  " * depth
+        lines.append(f"{pad}{provider['name']} ({provider['uuid']})")
+        inventory = ", ".join(
+            f"{rc} {inv['total']}"
+            + (f" (reserved {inv['reserved']})" if inv["reserved"] else "")
+            + (f" x{inv['allocation_ratio']:g}"
+               if inv["allocation_ratio"] != 1 else "")
+            for rc, inv in sorted(provider["inventories"].items()))
+        lines.append(f"{pad}  inventory: {inventory or 'none'}")
+        lines.append(f"{pad}  traits ({len(provider['traits'])}):")
+        lines.extend(_wrapped(provider["traits"], indent=len(pad) + 4))
+        for child in children.get(provider["uuid"], []):
+            walk(child, depth + 1)
+
+    for root in children.get(None, []):
+        walk(root, 0)
+    return "\n".join(lines) + "\n"

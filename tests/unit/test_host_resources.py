@@ -11,7 +11,7 @@ from virtdriver.capabilities import parse_host_capabilities
 from virtdriver.capabilities.host import (
     CellCPU, HostCapabilities, NUMACell, Pages)
 from virtdriver.conf import PageReservation, PinningConfig
-from virtdriver.drivers.libvirt.host_resources import (
+from virtdriver.drivers.host_resources import (
     HostResourceError,
     PagePool,
     host_resources,

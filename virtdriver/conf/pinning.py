@@ -1,6 +1,6 @@
 """The CPU pinning and host reservation options, parsed and checked.
 
-:class:`PinningConfig` is what :mod:`virtdriver.drivers.libvirt.host_resources`
+:class:`PinningConfig` is what :mod:`virtdriver.drivers.host_resources`
 needs: which host CPUs are dedicated (PCPU) or shared (VCPU), what the
 host keeps for itself, and the allocation ratios.  Checks here need no
 host; checks against the host (does CPU 40 exist? is it online?) are in

@@ -9,6 +9,7 @@
   among the CPUs guests may use.
 * ``HW_NUMA_ROOT``: carried by NUMA-cell providers only; on the compute
   node root it is unasserted (see :func:`numa_cell_result`).
+* ``COMPUTE_NODE``: every host a compute driver reports is a compute node.
 """
 
 from __future__ import annotations
@@ -134,9 +135,16 @@ def numa_cell_result(host: HostCapabilities, cell: NUMACell) -> TraitResult:
         f"host/topology/cells/cell[@id='{cell.id}']"))
 
 
+def _derive_node(inputs: DerivationInputs) -> Iterator[TraitResult]:
+    yield NODE.result(os_traits.COMPUTE_NODE, TraitState.ASSERTED, Evidence(
+        "the driver", "reports this host as a compute node"))
+
+
 ARCH = TraitFamily("architecture", _HW_ARCH | _COMPUTE_ARCH, _derive_arch)
 SMT = TraitFamily("hyperthreading",
                   frozenset({os_traits.HW_CPU_HYPERTHREADING}), _derive_smt)
 NUMA = TraitFamily("NUMA", frozenset({os_traits.HW_NUMA_ROOT}),
                    _derive_numa_root)
-FAMILIES = (ARCH, SMT, NUMA)
+NODE = TraitFamily("compute node", frozenset({os_traits.COMPUTE_NODE}),
+                   _derive_node)
+FAMILIES = (ARCH, SMT, NUMA, NODE)

@@ -1,0 +1,138 @@
+"""The fake driver, loaded by name, publishing a NUMA tree of a preset."""
+
+from __future__ import annotations
+
+import json
+
+import os_resource_classes as orc
+import os_traits
+import pytest
+
+from virtdriver import cli
+from virtdriver.conf.options import make_conf
+from virtdriver.drivers.base import DriverError
+from virtdriver.drivers.loader import load_driver
+from virtdriver.resource_tracker.provider_tree import ProviderTree
+
+
+def publish(driver, tree=None):
+    tree = tree or ProviderTree()
+    for node in driver.get_available_nodes():
+        driver.update_provider_tree(tree, node)
+    return tree
+
+
+def fake(host="numa2-ht", **kwargs):
+    driver = load_driver("fake", host=host, **kwargs)
+    driver.init_host("compute-1")
+    return driver
+
+
+def test_preset_gives_root_and_one_child_per_cell():
+    tree = publish(fake())
+    root = tree.data("fake-numa2-ht")
+    assert {os_traits.COMPUTE_NODE, os_traits.HW_CPU_HYPERTHREADING,
+            os_traits.HW_ARCH_X86_64} <= root.traits
+    assert os_traits.HW_NUMA_ROOT not in root.traits
+    for cell in (0, 1):
+        child = tree.data(f"fake-numa2-ht_NUMA{cell}")
+        assert child.parent_uuid == root.uuid
+        assert os_traits.HW_NUMA_ROOT in child.traits
+        inventory = child.inventory
+        assert inventory[orc.VCPU].total == 16
+        assert inventory[orc.VCPU].allocation_ratio == 4.0
+        assert inventory[orc.MEMORY_MB].total == 32768
+        assert inventory["CUSTOM_MEM_PAGE_SIZE_2048"].total == 1024
+        assert orc.PCPU not in inventory
+    assert tree.data("fake-numa2-ht_NUMA0").inventory[orc.MEMORY_MB] \
+        .reserved == 512
+    assert tree.data("fake-numa2-ht_NUMA1").inventory[orc.MEMORY_MB] \
+        .reserved == 0
+
+
+def test_pinning_splits_dedicated_and_shared(tmp_path):
+    conf_file = tmp_path / "virtdriver.conf"
+    conf_file.write_text("[compute]\ncpu_dedicated_set = 0-7\n"
+                         "cpu_shared_set = 16-23\n")
+    tree = publish(fake(conf=make_conf(config_files=[conf_file])))
+    cell0 = tree.data("fake-numa2-ht_NUMA0").inventory
+    cell1 = tree.data("fake-numa2-ht_NUMA1").inventory
+    assert cell0[orc.PCPU].total == 8 and orc.VCPU not in cell0
+    assert cell1[orc.VCPU].total == 8 and orc.PCPU not in cell1
+
+
+def test_pinning_outside_the_host_is_refused_at_init(tmp_path):
+    conf_file = tmp_path / "virtdriver.conf"
+    conf_file.write_text("[compute]\ncpu_dedicated_set = 0-3,40\n")
+    with pytest.raises(DriverError) as info:
+        fake("small", conf=make_conf(config_files=[conf_file]))
+    assert "cpu_dedicated_set" in str(info.value)
+    assert "40" in str(info.value)
+
+
+def test_flat_mode_puts_everything_on_the_root():
+    tree = publish(fake(nested=False))
+    assert tree.get_provider_uuids() == [tree.data("fake-numa2-ht").uuid]
+    inventory = tree.data("fake-numa2-ht").inventory
+    assert inventory[orc.VCPU].total == 32
+    assert inventory[orc.MEMORY_MB].total == 65536
+
+
+def test_foreign_traits_survive_and_owned_ones_come_back():
+    driver = fake()
+    tree = publish(driver)
+    tree.add_traits("fake-numa2-ht", "CUSTOM_RACK_7",
+                    os_traits.HW_GPU_API_VULKAN)
+    tree.remove_traits("fake-numa2-ht", os_traits.COMPUTE_NODE)
+    tree.add_traits("fake-numa2-ht", os_traits.COMPUTE_STATUS_DISABLED)
+    publish(driver, tree)
+    traits = tree.data("fake-numa2-ht").traits
+    assert {"CUSTOM_RACK_7", os_traits.HW_GPU_API_VULKAN,
+            os_traits.COMPUTE_STATUS_DISABLED,
+            os_traits.COMPUTE_NODE} <= traits
+
+
+def test_extra_traits_and_described_cpu():
+    tree = publish(fake({"name": "box", "cells": 1, "traits": [
+        "CUSTOM_RACK_7"], "cpu": {"model": "x", "features": ["avx2"]}}))
+    assert "CUSTOM_RACK_7" in tree.data("box").traits
+    assert os_traits.HW_CPU_X86_AVX2 in tree.data("box_NUMA0").traits
+
+
+def test_extra_traits_may_not_shadow_derived_ones():
+    with pytest.raises(DriverError, match="HW_CPU_X86_AVX2 are derived"):
+        fake({"cells": 1, "traits": [os_traits.HW_CPU_X86_AVX2]})
+
+
+def test_every_emitted_trait_is_owned():
+    driver = fake("numa4-large")
+    report = driver.node_capabilities("fake-numa4-large").traits
+    tree = publish(driver)
+    for uuid in tree.get_provider_uuids():
+        for trait in tree.data(uuid).traits:
+            assert driver.ownership.owns(trait)
+    assert report.invalid == ()
+
+
+def test_cli_tree_json_for_a_preset(capsys):
+    status = cli.main(["tree", "--driver", "fake", "--host-spec",
+                       "numa4-large", "--format", "json"])
+    document = json.loads(capsys.readouterr().out)
+    assert status == 0
+    names = [p["name"] for p in document["providers"]]
+    assert names[0] == "fake-numa4-large"
+    assert names[1:] == [f"fake-numa4-large_NUMA{i}" for i in range(4)]
+    assert document["providers"][1]["inventories"][
+        "CUSTOM_MEM_PAGE_SIZE_1048576"]["total"] == 16
+
+
+def test_cli_tree_text_and_errors(capsys):
+    assert cli.main(["tree", "--driver", "fake", "--flat"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("fake-small (")
+    assert "VCPU 4 x4" in out
+    assert cli.main(["tree", "--driver", "fake", "--host-spec",
+                     "nope"]) == cli.EXIT_FAILURE
+    assert "neither a preset" in capsys.readouterr().err
+    assert cli.main(["tree", "--driver", "nosuch"]) == cli.EXIT_FAILURE
+    assert "fake" in capsys.readouterr().err

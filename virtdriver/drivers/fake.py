@@ -1,0 +1,151 @@
+"""The fake driver: a described host, no hypervisor.
+
+The host comes from a preset (``small``, ``numa2-ht``, ``numa4-large``), a
+YAML/JSON file, or a dict (see :mod:`virtdriver.drivers.fake_host`).  It is
+turned into the same host model libvirt gives, so resources, traits and
+the provider tree come out of the code the libvirt driver uses; domain
+capabilities are not described, so traits read from them are unknown
+(left alone), and guests see the described CPU (``host-passthrough``)
+unless ``[libvirt] cpu_mode`` says otherwise.  Extra traits in the
+description are owned and asserted.
+"""
+
+from __future__ import annotations
+
+import uuid as uuidlib
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from oslo_config import cfg
+
+from virtdriver.capabilities.traits import (
+    capability_flags, cpu_features, host_traits)
+from virtdriver.capabilities.traits.derive import TraitReport, derive_traits
+from virtdriver.capabilities.traits.model import (
+    DerivationInputs, Evidence, TraitFamily, TraitResult, TraitState)
+from virtdriver.capabilities.traits.ownership import Ownership
+from virtdriver.conf.guest import trait_config
+from virtdriver.conf.options import make_conf
+from virtdriver.conf.pinning import pinning_config
+from virtdriver.drivers.base import (
+    ComputeDriver, DriverError, NodeCapabilities, ProviderTreeLike)
+from virtdriver.drivers.fake_host import (
+    FakeHostError, FakeHostSpec, load_spec, spec_from_dict)
+from virtdriver.drivers.host_resources import (
+    HostResourceError, host_resources)
+from virtdriver.drivers.host_tree import publish_host
+
+#: The families a described host can answer (no domain capabilities).
+FAKE_FAMILIES = (*host_traits.FAMILIES, cpu_features.FAMILY,
+                 capability_flags.FAMILY)
+FAKE_CAPABILITIES = MappingProxyType({
+    "supports_attach_interface": True, "supports_device_tagging": True,
+    "supports_multiattach": True, "supports_image_type_raw": True,
+    "supports_image_type_qcow2": True,
+})
+#: Prefix of custom traits fake hosts may declare and the driver owns.
+EXTRA_TRAIT_PREFIX = "CUSTOM_"
+
+
+class FakeDriver(ComputeDriver):
+    """A compute driver for a described host (see module doc).
+
+    Args:
+        host: a preset name, a description file path, or a dict.
+        conf: options (pinning, reservations, CPU mode, …); defaults apply
+            when omitted.
+        nested: NUMA cells as child providers (default) or all on the root.
+    """
+
+    capabilities = FAKE_CAPABILITIES
+
+    def __init__(self, host: str | Mapping[str, Any] = "small", *,
+                 conf: cfg.ConfigOpts | None = None,
+                 nested: bool = True) -> None:
+        self._source = host
+        self._conf = conf
+        self._nested = nested
+        self._spec: FakeHostSpec | None = None
+
+    @property
+    def ownership(self) -> Ownership:
+        """The families' traits, plus every custom trait (extra traits)."""
+        return Ownership.of(FAKE_FAMILIES).union(
+            Ownership(frozenset(), (EXTRA_TRAIT_PREFIX,)))
+
+    def init_host(self, host: str) -> None:
+        """Read and validate the description and the options."""
+        try:
+            self._spec = (spec_from_dict(self._source)
+                          if isinstance(self._source, Mapping)
+                          else load_spec(self._source))
+        except FakeHostError as exc:
+            raise DriverError(f"fake host: {exc}") from exc
+        self._conf = self._conf or make_conf()
+        overlap = sorted(self._spec.traits
+                         & Ownership.of(FAKE_FAMILIES).static)
+        if overlap:
+            raise DriverError(
+                f"fake host {self._spec.name!r}: extra traits "
+                f"{', '.join(overlap)} are derived from the description "
+                "itself; describe the CPU or capabilities instead")
+        self._resources()  # validate pinning against the host now
+
+    def get_available_nodes(self, refresh: bool = False) -> list[str]:
+        """The described host's name."""
+        return [self._ready().name]
+
+    def node_capabilities(self, nodename: str) -> NodeCapabilities:
+        """Traits with evidence, and the description's shape."""
+        self.require_node(nodename)
+        spec = self._ready()
+        return NodeCapabilities(nodename, self._report(), {
+            "arch": spec.arch, "numa_cells": spec.cells,
+            "cores_per_cell": spec.cores_per_cell,
+            "threads_per_core": spec.threads_per_core,
+            "memory_mb_per_cell": spec.memory_mb_per_cell})
+
+    def update_provider_tree(self, tree: ProviderTreeLike, nodename: str,
+                             allocations: Mapping[str, Any] | None = None
+                             ) -> None:
+        """Publish the described host (see :mod:`~..host_tree`)."""
+        self.require_node(nodename)
+        spec = self._ready()
+        publish_host(tree, nodename, host=spec.host_capabilities(),
+                     resources=self._resources(), report=self._report(),
+                     node_uuid=str(uuidlib.uuid5(uuidlib.NAMESPACE_URL,
+                                                 f"virtdriver:fake:{nodename}")),
+                     nested=self._nested)
+
+    def _ready(self) -> FakeHostSpec:
+        if self._spec is None:
+            raise DriverError("the fake driver was not initialised; call "
+                              "init_host() first")
+        return self._spec
+
+    def _resources(self):
+        try:
+            return host_resources(self._ready().host_capabilities(), None,
+                                  pinning_config(self._conf))
+        except HostResourceError as exc:
+            raise DriverError(f"fake host {self._ready().name!r}: {exc}") \
+                from exc
+
+    def _report(self) -> TraitReport:
+        spec = self._ready()
+        extra = TraitFamily("fake host traits", spec.traits,
+                            lambda inputs: _extra(spec))
+        inputs = DerivationInputs(
+            host=spec.host_capabilities(),
+            driver_capabilities={**FAKE_CAPABILITIES, **spec.capabilities},
+            # The described CPU is the guest CPU unless configured otherwise.
+            config=trait_config(self._conf, cpu_mode=(
+                self._conf.libvirt.cpu_mode or "host-passthrough")))
+        return derive_traits(inputs, (*FAKE_FAMILIES, extra))
+
+
+def _extra(spec: FakeHostSpec) -> Iterator[TraitResult]:
+    for trait in sorted(spec.traits):
+        yield TraitResult(trait, TraitState.ASSERTED, "fake host traits", (
+            Evidence(f"fake host {spec.name!r}", f"lists trait {trait}"),))

@@ -1,0 +1,155 @@
+"""Put one host's resources and traits into a provider tree.
+
+Shared by every driver that describes a NUMA host (libvirt, fake).
+
+**Nested** (default): the compute node is the root and carries ``DISK_GB``
+(when known) and the host-level traits; each NUMA cell is a child named
+``<nodename>_NUMA<id>`` carrying ``VCPU`` (shared CPUs, the CPU allocation
+ratio), ``PCPU`` (dedicated CPUs, ratio 1), ``MEMORY_MB`` (the reservation
+as ``reserved``, the RAM allocation ratio) and one inventory per huge page
+size, plus ``HW_NUMA_ROOT`` and the CPU feature traits — CPU features live
+on the providers that hold VCPU and PCPU.
+
+**Flat**: everything on the root, summed over cells, as classic compute
+services report it; no cell children (stale ones are removed).
+
+Huge pages are inventories of ``CUSTOM_MEM_PAGE_SIZE_<size in KiB>``
+(``CUSTOM_MEM_PAGE_SIZE_2048`` for 2 MiB pages), one unit per page: a
+guest asking for 1 GiB of 2 MiB pages claims 512 units.  Page counts are
+what the host can prove; the smallest (base) page size is not offered.
+Inventories whose total is zero are left out.  Traits go through
+:func:`~virtdriver.capabilities.traits.apply.apply_report`: owned traits
+follow the report, unknown ones stay as they are, others' are never
+touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from types import MappingProxyType
+from typing import Any
+
+import os_resource_classes as orc
+
+from virtdriver.capabilities.host import HostCapabilities
+from virtdriver.capabilities.traits.apply import apply_report
+from virtdriver.capabilities.traits.derive import TraitReport
+from virtdriver.capabilities.traits.host_traits import (
+    NUMA, numa_cell_result)
+from virtdriver.capabilities.traits.model import TraitResult
+from virtdriver.drivers.host_resources import CellResources, HostResources
+
+#: Families whose traits belong on the providers that hold CPUs.
+CPU_FAMILIES = frozenset({"cpu features"})
+PAGE_RC_PREFIX = "CUSTOM_MEM_PAGE_SIZE_"
+
+
+def cell_provider_name(nodename: str, cell_id: int) -> str:
+    """``<nodename>_NUMA<id>``."""
+    return f"{nodename}_NUMA{cell_id}"
+
+
+def page_resource_class(size_kib: int) -> str:
+    """``CUSTOM_MEM_PAGE_SIZE_<size in KiB>``."""
+    return orc.normalize_name(f"MEM_PAGE_SIZE_{size_kib}")
+
+
+def _record(total: int, reserved: int = 0, ratio: float = 1.0
+            ) -> dict[str, Any]:
+    return {"total": total, "reserved": reserved, "min_unit": 1,
+            "max_unit": total, "step_size": 1, "allocation_ratio": ratio}
+
+
+def cell_inventory(cells: Iterable[CellResources], cpu_ratio: float,
+                   ram_ratio: float) -> dict[str, dict[str, Any]]:
+    """Inventory of ``cells`` together (one cell, or all for flat mode)."""
+    vcpus = pcpus = memory = reserved_memory = 0
+    pages: dict[int, list[int]] = {}
+    for cell in cells:
+        vcpus += len(cell.vcpus)
+        pcpus += len(cell.pcpus)
+        if cell.total_memory_mb is not None:
+            memory += cell.total_memory_mb
+            reserved_memory += cell.reserved_memory_mb
+        for size, pool in cell.huge_pages.items():
+            counts = pages.setdefault(size, [0, 0])
+            counts[0] += pool.total
+            counts[1] += pool.reserved
+    inventory = {}
+    if vcpus:
+        inventory[orc.VCPU] = _record(vcpus, ratio=cpu_ratio)
+    if pcpus:
+        inventory[orc.PCPU] = _record(pcpus)
+    if memory:
+        inventory[orc.MEMORY_MB] = _record(
+            memory, min(reserved_memory, memory), ram_ratio)
+    for size, (total, reserved) in sorted(pages.items()):
+        if total:
+            inventory[page_resource_class(size)] = _record(
+                total, min(reserved, total))
+    return inventory
+
+
+def _subset(report: TraitReport, keep, extra: Iterable[TraitResult] = ()
+            ) -> TraitReport:
+    results = {t: r for t, r in report.results.items() if keep(r)}
+    results.update((r.trait, r) for r in extra)
+    return replace(report, results=MappingProxyType(results))
+
+
+def publish_host(tree: Any, nodename: str, *, host: HostCapabilities,
+                 resources: HostResources, report: TraitReport,
+                 node_uuid: str | None = None, disk_gb: int | None = None,
+                 nested: bool = True) -> None:
+    """Bring ``nodename``'s providers in ``tree`` up to date (module doc)."""
+    if not tree.exists(nodename):
+        tree.new_root(nodename, node_uuid)
+    pinning = resources.pinning
+    cpu_ratio = pinning.cpu_allocation_ratio
+    ram_ratio = pinning.ram_allocation_ratio
+    root_inventory: dict[str, dict[str, Any]] = {}
+    if disk_gb:
+        root_inventory[orc.DISK_GB] = _record(disk_gb)
+    wanted_cells: dict[str, CellResources] = {}
+    if nested:
+        wanted_cells = {cell_provider_name(nodename, c.cell_id): c
+                        for c in resources.cells}
+        root_report = _subset(report, lambda r: r.family not in CPU_FAMILIES
+                              and r.family != NUMA.name)
+    else:
+        root_inventory.update(cell_inventory(resources.cells, cpu_ratio,
+                                             ram_ratio))
+        root_report = report
+    tree.update_inventory(nodename, root_inventory)
+    tree.update_traits(nodename, apply_report(tree.data(nodename).traits,
+                                              root_report))
+    _remove_stale_cells(tree, nodename, set(wanted_cells))
+    cells_by_id = {cell.id: cell for cell in host.cells}
+    for name, cell in wanted_cells.items():
+        if not tree.exists(name):
+            tree.new_child(name, nodename)
+        tree.update_inventory(name, cell_inventory((cell,), cpu_ratio,
+                                                   ram_ratio))
+        numa_root = numa_cell_result(host, cells_by_id[cell.cell_id])
+        cell_report = _subset(report, lambda r: r.family in CPU_FAMILIES,
+                              (numa_root,))
+        tree.update_traits(name, apply_report(tree.data(name).traits,
+                                              cell_report))
+
+
+def _remove_stale_cells(tree: Any, nodename: str, wanted: set[str]) -> None:
+    root_uuid = tree.data(nodename).uuid
+    prefix = f"{nodename}_NUMA"
+    for uuid in tree.get_provider_uuids(nodename):
+        data = tree.data(uuid)
+        if (data.parent_uuid == root_uuid and data.name.startswith(prefix)
+                and data.name not in wanted):
+            tree.remove(uuid)
+
+
+def inventory_summary(tree: Any, nodename: str) -> Mapping[str, Any]:
+    """Per provider: inventory totals, for reports and tests."""
+    return {tree.data(uuid).name: {rc: inv.total for rc, inv in
+                                   tree.data(uuid).inventory.items()}
+            for uuid in tree.get_provider_uuids(nodename)}
