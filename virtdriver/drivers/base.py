@@ -212,6 +212,17 @@ class ComputeDriver(abc.ABC):
         """
         return None
 
+    def ownership_for(self, nodename: str) -> Ownership:
+        """What the driver owns on ``nodename``'s providers.
+
+        The default is :attr:`ownership`, the same for every node; drivers
+        whose ownership differs per node (a bare-metal driver whose nodes
+        each name the traits they manage) override it.  The tracker
+        reconciles a node's providers against this, never against another
+        node's ownership.
+        """
+        return self.ownership
+
     def require_node(self, nodename: str) -> None:
         """Raise :class:`NodeNotFoundError` unless ``nodename`` is ours."""
         nodes = self.get_available_nodes()

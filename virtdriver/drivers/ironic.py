@@ -1,0 +1,424 @@
+"""IronicDriver: many bare-metal nodes from an inventory file, one root each.
+
+Nodes come from a JSON or YAML inventory (see
+:mod:`virtdriver.drivers.ironic_inventory` for the format).  Each node is
+its own root provider, **named and identified by the node's uuid**, as
+Nova's ironic driver does: a node renamed in the inventory keeps its
+provider, and the human name stays in :meth:`IronicDriver.node_capabilities`
+facts and in trait evidence.  A node's name is accepted wherever a node is
+asked for, as an alias of its uuid.
+
+Per node the driver sets:
+
+* **inventory** — one unit of ``CUSTOM_<RESOURCE_CLASS>``, reserved (1)
+  while the node is unavailable (maintenance, or a provision state other
+  than ``available``/``active``), 0 otherwise;
+* **traits** — what the node's inspection data says (a full list, or
+  add/remove changes): those names, and only those, are owned on that node
+  (:meth:`IronicDriver.ownership_for`), so traits others set survive; plus
+  the ``COMPUTE_*`` traits of :data:`IRONIC_CAPABILITIES`, owned on every
+  node.  A trait the driver set on an earlier update that the inspection
+  data no longer names is removed on the next update (it is still owned for
+  that one update), then forgotten.
+
+The file is re-read when it changed: each per-node call stats it (O(1))
+and parses it again only when its identity, size or modification time
+differ from the last read, so updating every node after one change costs
+one parse plus O(1) per node.  ``get_available_nodes(refresh=True)``
+re-reads unconditionally.  A failed read changes nothing: the last good
+inventory stays, and the call raises :class:`InventoryReadError` without
+touching the tree (fail safe: a failed read removes nothing).
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import pathlib
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from oslo_config import cfg
+
+from virtdriver.capabilities.traits import capability_flags
+from virtdriver.capabilities.traits.apply import apply_report
+from virtdriver.capabilities.traits.config import TraitConfig
+from virtdriver.capabilities.traits.derive import TraitReport
+from virtdriver.capabilities.traits.model import (
+    DerivationInputs, Evidence, TraitResult, TraitState)
+from virtdriver.capabilities.traits.ownership import Ownership
+from virtdriver.conf.reader import ConfigError, OptionReader
+from virtdriver.drivers.base import (
+    ComputeDriver, DriverError, NodeCapabilities, NodeNotFoundError,
+    ProviderTreeLike)
+from virtdriver.drivers.ironic_inventory import (
+    BareMetalNode, InventoryError, load_inventory)
+
+#: What bare metal can do, as Nova's ironic driver declares it.  Every
+#: ``supports_*`` name of :data:`capability_flags.CAPABILITY_TRAITS` is
+#: declared, so each ``COMPUTE_*`` trait is decided, never left out.  Images
+#: are written to the node's disk by the deploy ramdisk, which takes whole
+#: disk images as raw or qcow2 (and partition images, glance's ami);
+#: kernel/ramdisk (aki/ari) are not deployable alone, and iso and the
+#: hypervisor formats (vmdk, vhd, vhdx, vdi, ploop) are not deployed.
+IRONIC_CAPABILITIES: Mapping[str, bool] = MappingProxyType({
+    "has_imagecache": False,
+    "supports_evacuate": False,
+    "supports_migrate_to_same_host": False,
+    "supports_attach_interface": True,
+    "supports_device_tagging": False,
+    "supports_tagged_attach_interface": False,
+    "supports_tagged_attach_volume": False,
+    "supports_extend_volume": False,
+    "supports_multiattach": False,
+    "supports_trusted_certs": False,
+    "supports_accelerators": False,
+    "supports_socket_pci_numa_affinity": False,
+    "supports_remote_managed_ports": False,
+    "supports_address_space_passthrough": False,
+    "supports_address_space_emulated": False,
+    "supports_mem_backing_file": False,
+    "supports_virtio_fs": False,
+    "supports_rescue_bfv": False,
+    "supports_same_host_cold_migrate": False,
+    "supports_ephemeral_encryption": False,
+    "supports_ephemeral_encryption_luks": False,
+    "supports_ephemeral_encryption_plain": False,
+    "supports_image_type_aki": False,
+    "supports_image_type_ami": True,
+    "supports_image_type_ari": False,
+    "supports_image_type_iso": False,
+    "supports_image_type_qcow2": True,
+    "supports_image_type_raw": True,
+    "supports_image_type_ploop": False,
+    "supports_image_type_vdi": False,
+    "supports_image_type_vhd": False,
+    "supports_image_type_vhdx": False,
+    "supports_image_type_vmdk": False,
+})
+
+#: The ``COMPUTE_*`` traits following :data:`IRONIC_CAPABILITIES`; owned on
+#: every node, so inspection data may not name them.
+CAPABILITY_TRAITS = capability_flags.FAMILY.traits
+#: The family name inspection-data traits are reported under.
+FAMILY = "node inspection"
+
+_Signature = tuple[int, int, int, int, int]
+
+
+class InventoryReadError(DriverError):
+    """The node inventory file could not be read, or is not valid.
+
+    Nothing was changed: the driver keeps the last inventory it read
+    successfully, and the provider tree was not touched.
+
+    Attributes:
+        path: the inventory file.
+        reason: what is wrong, naming the node and field where there is one.
+    """
+
+    def __init__(self, path: pathlib.Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"ironic driver: node inventory {path} is unusable: {reason}.  "
+            "Nothing was changed (the last good inventory is kept); fix the "
+            "file and the next update reads it again")
+
+
+@dataclass(frozen=True, slots=True)
+class _Inventory:
+    """One successful read: nodes by uuid, names → uuids, sorted uuids."""
+
+    by_uuid: Mapping[str, BareMetalNode]
+    by_name: Mapping[str, str]
+    nodenames: tuple[str, ...]
+    signature: _Signature | None
+
+
+class IronicDriver(ComputeDriver):
+    """Bare-metal nodes from an inventory file, each its own root provider.
+
+    Args:
+        inventory_path: the JSON (``.json``) or YAML inventory file.
+        conf: options; ``[compute] image_type_exclude_list`` turns image
+            type traits off as for any driver.
+
+    Raises:
+        DriverError: no ``inventory_path``, or ``conf`` has a bad value.
+    """
+
+    capabilities = IRONIC_CAPABILITIES
+
+    def __init__(self, *, inventory_path: str | os.PathLike[str] | None = None,
+                 conf: cfg.ConfigOpts | None = None) -> None:
+        if inventory_path is None or not str(inventory_path):
+            raise DriverError(
+                "ironic driver: no node inventory file; pass "
+                "inventory_path='/etc/virtdriver/nodes.yaml' (JSON or YAML, "
+                "see docs/ironic-driver.md)")
+        self._path = pathlib.Path(inventory_path)
+        self._capability_results = _capability_results(
+            _image_type_exclude_list(conf))
+        self._lock = threading.RLock()
+        self._inventory: _Inventory | None = None
+        self._failed: tuple[_Signature, str] | None = None
+        # node uuid -> inspection traits this driver asserted last update.
+        self._set_before: dict[str, frozenset[str]] = {}
+        # trait -> number of nodes owning it (managed now or set before).
+        self._owners: collections.Counter[str] = collections.Counter()
+
+    # --- the contract ----------------------------------------------------
+
+    @property
+    def ownership(self) -> Ownership:
+        """The union over all nodes: capability traits, plus every trait
+        some node's inspection data manages (or that the driver set before
+        and will remove at that node's next update).
+
+        Reconcile a provider with :meth:`ownership_for` its node, never
+        with this: a trait one node manages is foreign on the others.
+        """
+        with self._lock:
+            return Ownership(CAPABILITY_TRAITS | frozenset(self._owners))
+
+    def ownership_for(self, nodename: str) -> Ownership:
+        """What the driver owns on ``nodename``'s provider: the capability
+        traits, the traits its inspection data names now, and those the
+        driver set on an earlier update and will remove at the next.
+
+        Raises:
+            NodeNotFoundError: not one of the driver's nodes.
+        """
+        with self._lock:
+            node = self._node(nodename)
+            return Ownership(CAPABILITY_TRAITS | node.managed_traits
+                             | self._set_before.get(node.uuid, frozenset()))
+
+    def init_host(self, host: str) -> None:
+        """Read the inventory (``host``, the conductor, is not needed).
+
+        Raises:
+            InventoryReadError: the file is missing, malformed or invalid.
+        """
+        with self._lock:
+            self._refresh(force=True)
+
+    def get_available_nodes(self, refresh: bool = False) -> list[str]:
+        """The nodes' uuids, sorted; ``refresh`` re-reads the file first.
+
+        A node gone from the file is gone from this list; the driver does
+        not remove its provider (the tracker removes providers of nodes no
+        longer listed), and asking it to update that node raises
+        :class:`NodeNotFoundError`.
+
+        Raises:
+            InventoryReadError: with ``refresh``, the file could not be
+                read; the last good list stands and is not returned, so a
+                caller cannot mistake a failed read for removed nodes.
+        """
+        with self._lock:
+            if refresh:
+                self._refresh(force=True)
+            return list(self._current().nodenames)
+
+    def node_capabilities(self, nodename: str) -> NodeCapabilities:
+        """The node's trait report and its facts, from the file as it is
+        now (re-read if it changed).
+
+        Raises:
+            NodeNotFoundError: not one of the driver's nodes.
+            InventoryReadError: the file changed and cannot be read.
+        """
+        with self._lock:
+            self._refresh(force=False)
+            node = self._node(nodename)
+            report = self._report(node)
+        facts = {
+            "uuid": node.uuid, "name": node.name,
+            "resource_class": node.resource_class,
+            "placement_resource_class": node.placement_resource_class,
+            "provision_state": node.provision_state,
+            "maintenance": node.maintenance, "available": node.available,
+            "properties": dict(node.properties),
+            "inventory_file": str(self._path),
+        }
+        return NodeCapabilities(nodename=node.uuid, traits=report,
+                                facts=facts)
+
+    def update_provider_tree(
+            self, tree: ProviderTreeLike, nodename: str,
+            allocations: Mapping[str, Any] | None = None) -> None:
+        """Root provider named and identified by the node's uuid, with one
+        unit of its resource class and its traits applied by ownership.
+
+        The file is re-read first if it changed.  Cost is O(1) in the
+        number of nodes (plus one parse when the file changed).
+
+        Raises:
+            NodeNotFoundError: not one of the driver's nodes.
+            InventoryReadError: the file changed and cannot be read; the
+                tree is not touched.
+        """
+        with self._lock:
+            self._refresh(force=False)
+            node = self._node(nodename)
+            report = self._report(node)
+            if not tree.exists(node.uuid):
+                tree.new_root(node.uuid, node.uuid)
+            tree.update_inventory(node.uuid, node_inventory(node))
+            tree.update_traits(node.uuid, apply_report(
+                tree.data(node.uuid).traits, report))
+            self._remember(node)
+
+    # --- reading the file ------------------------------------------------
+
+    def _current(self) -> _Inventory:
+        if self._inventory is None:
+            raise DriverError("ironic driver: call init_host(host) before "
+                              "asking for nodes")
+        return self._inventory
+
+    def _refresh(self, force: bool) -> None:
+        """Re-read the file if forced or if it changed since the last read.
+
+        A read that failed is not retried until the file changes again, so
+        a broken file costs one stat per call, not one parse.
+        """
+        if not force:
+            self._current()
+        try:
+            stat = self._path.stat()
+        except OSError as exc:
+            raise InventoryReadError(
+                self._path, f"cannot read it: {exc.strerror}") from None
+        signature = (stat.st_dev, stat.st_ino, stat.st_size,
+                     stat.st_mtime_ns, stat.st_ctime_ns)
+        if not force:
+            if self._inventory and signature == self._inventory.signature:
+                return
+            if self._failed and signature == self._failed[0]:
+                raise InventoryReadError(self._path, self._failed[1])
+        try:
+            nodes = load_inventory(self._path)
+            _check_no_capability_traits(nodes, self._path)
+        except InventoryError as exc:
+            reason = str(exc).removeprefix(f"{self._path}: ")
+            self._failed = (signature, reason)
+            raise InventoryReadError(self._path, reason) from None
+        self._failed = None
+        self._install(nodes, signature)
+
+    def _install(self, nodes: Iterable[BareMetalNode],
+                 signature: _Signature) -> None:
+        by_uuid = {node.uuid: node for node in nodes}
+        by_name = {node.name: node.uuid for node in by_uuid.values()}
+        self._set_before = {uuid: traits for uuid, traits
+                            in self._set_before.items() if uuid in by_uuid}
+        owners: collections.Counter[str] = collections.Counter()
+        for node in by_uuid.values():
+            owners.update(node.managed_traits
+                          | self._set_before.get(node.uuid, frozenset()))
+        self._owners = owners
+        self._inventory = _Inventory(
+            MappingProxyType(by_uuid), MappingProxyType(by_name),
+            tuple(sorted(by_uuid)), signature)
+
+    # --- per node ----------------------------------------------------------
+
+    def _node(self, nodename: str) -> BareMetalNode:
+        """The node with uuid ``nodename``, else the one with that name."""
+        inventory = self._current()
+        node = inventory.by_uuid.get(nodename)
+        if node is None:
+            node = inventory.by_uuid.get(inventory.by_name.get(nodename, ""))
+        if node is None:
+            raise NodeNotFoundError(nodename, inventory.nodenames)
+        return node
+
+    def _report(self, node: BareMetalNode) -> TraitReport:
+        """Capability traits, then the node's inspection traits and any it
+        set before that the inspection data no longer names."""
+        who = (f"node {node.name} ({node.uuid})" if node.name != node.uuid
+               else f"node {node.uuid}")
+        document = f"{who} inspection data"
+        source = str(self._path)
+        results = dict(self._capability_results)
+        for trait in node.asserted_traits:
+            results[trait] = TraitResult(trait, TraitState.ASSERTED, FAMILY, (
+                Evidence(document, f"lists {trait}", source=source),))
+        for trait in node.removed_traits:
+            results[trait] = TraitResult(
+                trait, TraitState.UNASSERTED, FAMILY, (Evidence(
+                    document, f"lists {trait} as removed", source=source),))
+        stale = self._set_before.get(node.uuid, frozenset()) \
+            - node.managed_traits
+        for trait in stale:
+            results[trait] = TraitResult(
+                trait, TraitState.UNASSERTED, FAMILY, (Evidence(
+                    document, f"no longer names {trait}, which this driver "
+                    "set from it before", source=source),))
+        return TraitReport(results, Ownership(frozenset(results)))
+
+    def _remember(self, node: BareMetalNode) -> None:
+        """Record that ``node``'s asserted traits are what the driver set.
+
+        Stale traits were removed by this update, so the node stops owning
+        them: their owner counts drop by one.
+        """
+        before = self._set_before.get(node.uuid, frozenset())
+        if before == node.asserted_traits:
+            return
+        for trait in before - node.managed_traits:
+            self._owners[trait] -= 1
+            if self._owners[trait] <= 0:
+                del self._owners[trait]
+        if node.asserted_traits:
+            self._set_before[node.uuid] = node.asserted_traits
+        else:
+            self._set_before.pop(node.uuid, None)
+
+
+def node_inventory(node: BareMetalNode) -> dict[str, dict[str, Any]]:
+    """One unit of the node's resource class, reserved while unavailable."""
+    return {node.placement_resource_class: {
+        "total": 1, "reserved": 0 if node.available else 1,
+        "min_unit": 1, "max_unit": 1, "step_size": 1,
+        "allocation_ratio": 1.0}}
+
+
+def _capability_results(excluded: tuple[str, ...]
+                        ) -> Mapping[str, TraitResult]:
+    """The ``COMPUTE_*`` results, the same for every node: derived once."""
+    inputs = DerivationInputs(
+        driver_capabilities=IRONIC_CAPABILITIES,
+        config=TraitConfig(image_type_exclude_list=excluded))
+    return MappingProxyType({result.trait: result for result
+                             in capability_flags.FAMILY.derive(inputs)})
+
+
+def _image_type_exclude_list(conf: cfg.ConfigOpts | None) -> tuple[str, ...]:
+    if conf is None:
+        return ()
+    reader = OptionReader(conf)
+    excluded = reader.get("compute", "image_type_exclude_list", tuple)
+    try:
+        reader.check()
+    except ConfigError as exc:
+        raise DriverError(f"ironic driver: {exc}") from None
+    return excluded or ()
+
+
+def _check_no_capability_traits(nodes: Iterable[BareMetalNode],
+                                path: pathlib.Path) -> None:
+    for index, node in enumerate(nodes):
+        clash = node.managed_traits & CAPABILITY_TRAITS
+        if clash:
+            raise InventoryError(
+                f"{path}: node {index} ({node.uuid}): traits name "
+                f"{', '.join(sorted(clash))}, which follow the driver's "
+                "capabilities on every node; remove them from the node's "
+                "inspection data")
