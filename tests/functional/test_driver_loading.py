@@ -377,3 +377,12 @@ def test_node_capabilities_facts_are_read_only_copies() -> None:
     assert caps.facts["arch"] == "x86_64"
     with pytest.raises(TypeError):
         caps.facts["arch"] = "ppc64le"  # type: ignore[index]
+
+
+def test_node_not_found_lists_a_few_nodes_and_the_count():
+    from virtdriver.drivers.base import NodeNotFoundError
+    many = NodeNotFoundError("x", [f"n{i:05d}" for i in range(10000)])
+    assert "n00000, n00001" in str(many) and "(10000 in all)" in str(many)
+    assert len(str(many)) < 400
+    few = NodeNotFoundError("x", ["b", "a"])
+    assert "(its nodes: a, b)" in str(few)

@@ -29,6 +29,10 @@ class DriverError(Exception):
     """Base class of every error a driver, or loading one, raises."""
 
 
+#: How many of a driver's nodes an error message lists.
+_NODES_SHOWN = 10
+
+
 class NodeNotFoundError(DriverError, LookupError):
     """A node name the driver does not manage.
 
@@ -40,7 +44,10 @@ class NodeNotFoundError(DriverError, LookupError):
     def __init__(self, nodename: str, available: Iterable[str]) -> None:
         self.nodename = nodename
         self.available = tuple(sorted(available))
-        known = ", ".join(self.available) or "none"
+        shown = self.available[:_NODES_SHOWN]
+        known = ", ".join(shown) or "none"
+        if len(self.available) > len(shown):
+            known += f", … ({len(self.available)} in all)"
         super().__init__(
             f"node {nodename!r} is not managed by this driver (its nodes: "
             f"{known}); pass one of those, or refresh the node list with "

@@ -20,18 +20,16 @@ A description (every key optional but ``cells``)::
 
 from __future__ import annotations
 
-import json
 import pathlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from virtdriver.capabilities.host import (
     CellCPU, CPUTopology, Guest, GuestDomain, HostCapabilities, HostCPU,
     NUMACell, Pages)
+from virtdriver.drivers.data_files import load_data_file
 
 _KEYS = {"name", "arch", "cpu", "cells", "cores_per_cell", "threads_per_core",
          "memory_mb_per_cell", "pages_per_cell", "traits", "capabilities"}
@@ -187,14 +185,7 @@ def load_spec(path_or_preset: str) -> FakeHostSpec:
         raise FakeHostError(
             f"{path_or_preset!r} is neither a preset "
             f"({', '.join(PRESETS)}) nor a file")
-    text = path.read_text()
-    try:
-        data = (json.loads(text) if path.suffix == ".json"
-                else yaml.safe_load(text))
-    except (ValueError, yaml.YAMLError) as exc:
-        raise FakeHostError(f"{path}: not valid "
-                            f"{'JSON' if path.suffix == '.json' else 'YAML'}:"
-                            f" {exc}") from None
+    data = load_data_file(path, "fake host description", FakeHostError)
     return spec_from_dict(data, str(path))
 
 

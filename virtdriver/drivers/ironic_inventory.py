@@ -19,7 +19,6 @@ everything else on its provider belongs to someone else.
 
 from __future__ import annotations
 
-import json
 import pathlib
 import uuid as uuidlib
 from collections.abc import Iterable, Mapping
@@ -28,9 +27,9 @@ from types import MappingProxyType
 from typing import Any
 
 import os_resource_classes
-import yaml
 
 from virtdriver.capabilities.traits.names import invalid_reason
+from virtdriver.drivers.data_files import load_data_file
 
 #: Provision states in which a node can take (or holds) an instance.
 USABLE_STATES = frozenset({"available", "active"})
@@ -112,18 +111,7 @@ def load_inventory(path: str | pathlib.Path) -> tuple[BareMetalNode, ...]:
     Raises:
         InventoryError: the file is missing, malformed or invalid.
     """
-    path = pathlib.Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InventoryError(f"{path}: cannot read the node inventory: "
-                             f"{exc.strerror}") from None
-    try:
-        data = (json.loads(text) if path.suffix == ".json"
-                else yaml.safe_load(text))
-    except (ValueError, yaml.YAMLError) as exc:
-        kind = "JSON" if path.suffix == ".json" else "YAML"
-        raise InventoryError(f"{path}: not valid {kind}: {exc}") from None
+    data = load_data_file(path, "node inventory", InventoryError)
     return parse_inventory(data, str(path))
 
 
