@@ -23,7 +23,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import pathlib
@@ -33,14 +32,11 @@ import tempfile
 import time
 import uuid
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-try:
-    from virtdriver.drivers.ironic import IronicDriver
-    from virtdriver.resource_tracker.provider_tree import ProviderTree
-except ImportError:  # run from a checkout without installing
-    sys.path.insert(0, str(REPO))
-    from virtdriver.drivers.ironic import IronicDriver
-    from virtdriver.resource_tracker.provider_tree import ProviderTree
+import benchlib  # beside this script
+
+benchlib.use_checkout()
+from virtdriver.drivers.ironic import IronicDriver  # noqa: E402
+from virtdriver.resource_tracker.provider_tree import ProviderTree  # noqa: E402
 
 SIZES = (1_000, 2_000, 5_000, 10_000)
 #: Largest allowed ratio of per-node cost at the largest size to that at
@@ -134,16 +130,9 @@ def print_table(report: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="runs per size (default: %(default)s)")
-    parser.add_argument("--json", action="store_true",
-                        help="print the report as JSON instead of a table")
-    parser.add_argument("--check", action="store_true",
-                        help=f"exit 1 if the ratio exceeds {GOAL}")
-    args = parser.parse_args(argv)
-    if args.repeat < 1:
-        parser.error("--repeat must be at least 1")
+    args = benchlib.parse(benchlib.parser(
+        __doc__, repeat=3, repeat_help="runs per size",
+        check_help=f"exit 1 if the ratio exceeds {GOAL}"), argv)
     report = run(args.repeat)
     if args.json:
         json.dump(report, sys.stdout, indent=2)

@@ -15,7 +15,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import gc
 import json
@@ -26,22 +25,18 @@ import sys
 import time
 from collections.abc import Callable
 
+import benchlib  # beside this script
 from lxml import etree
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO.parent / "shared" / "corpus" / "libvirt"
+DEFAULT_CORPUS = benchlib.REPO.parent / "shared" / "corpus" / "libvirt"
 GOAL = 1.5
 #: Each timed sample runs the parse this long at least, so that timer
 #: resolution and call overhead do not dominate tiny documents.
 MIN_SAMPLE_NS = 200_000
 
-try:
-    from virtdriver.capabilities import (
-        parse_domain_capabilities, parse_host_capabilities)
-except ImportError:  # run from a checkout without installing
-    sys.path.insert(0, str(REPO))
-    from virtdriver.capabilities import (
-        parse_domain_capabilities, parse_host_capabilities)
+benchlib.use_checkout()
+from virtdriver.capabilities import (  # noqa: E402
+    parse_domain_capabilities, parse_host_capabilities)
 
 PARSERS: dict[str, Callable[..., object]] = {
     "hostcaps": parse_host_capabilities,
@@ -149,21 +144,16 @@ def profile(corpus: pathlib.Path, name: str, loops: int = 300) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = benchlib.parser(
+        __doc__, repeat=31, repeat_help="timed samples per document and "
+        "parser", check_help=f"exit 1 if the median ratio exceeds {GOAL}")
     parser.add_argument("--corpus", type=pathlib.Path, default=DEFAULT_CORPUS,
                         help="corpus root with hostcaps/ and domcaps/ "
                              "(default: %(default)s)")
-    parser.add_argument("--repeat", type=int, default=31,
-                        help="timed samples per document and parser "
-                             "(default: %(default)s)")
-    parser.add_argument("--json", action="store_true",
-                        help="print the report as JSON instead of a table")
-    parser.add_argument("--check", action="store_true",
-                        help=f"exit 1 if the median ratio exceeds {GOAL}")
     parser.add_argument("--profile", metavar="NAME",
                         help="instead of timing, cProfile our parse of the "
                              "first document whose name contains NAME")
-    args = parser.parse_args(argv)
+    args = benchlib.parse(parser, argv)
     if not (args.corpus / "domcaps").is_dir():
         parser.error(f"no corpus at {args.corpus} (expected domcaps/ and "
                      "hostcaps/ in it)")

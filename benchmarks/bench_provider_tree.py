@@ -16,10 +16,8 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
-import pathlib
 import statistics
 import sys
 import time
@@ -28,12 +26,10 @@ import uuid
 import os_resource_classes
 import os_traits
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-try:
-    from virtdriver.resource_tracker.provider_tree import ProviderTree
-except ImportError:  # run from a checkout without installing
-    sys.path.insert(0, str(REPO))
-    from virtdriver.resource_tracker.provider_tree import ProviderTree
+import benchlib  # beside this script
+
+benchlib.use_checkout()
+from virtdriver.resource_tracker.provider_tree import ProviderTree  # noqa: E402
 
 SIZES = (1_000, 2_000, 5_000, 10_000)
 #: Largest allowed ratio of per-provider cost at the largest size to that at
@@ -112,17 +108,9 @@ def print_table(report: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=5,
-                        help="builds per shape and size (default: "
-                             "%(default)s)")
-    parser.add_argument("--json", action="store_true",
-                        help="print the report as JSON instead of a table")
-    parser.add_argument("--check", action="store_true",
-                        help=f"exit 1 if a ratio exceeds {GOAL}")
-    args = parser.parse_args(argv)
-    if args.repeat < 1:
-        parser.error("--repeat must be at least 1")
+    args = benchlib.parse(benchlib.parser(
+        __doc__, repeat=5, repeat_help="builds per shape and size",
+        check_help=f"exit 1 if a ratio exceeds {GOAL}"), argv)
     report = run(args.repeat)
     if args.json:
         json.dump(report, sys.stdout, indent=2)
