@@ -133,13 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     args = benchlib.parse(benchlib.parser(
         __doc__, repeat=3, repeat_help="runs per size",
         check_help=f"exit 1 if the ratio exceeds {GOAL}"), argv)
-    report = run(args.repeat)
-    if args.json:
-        json.dump(report, sys.stdout, indent=2)
-        print()
-    else:
-        print_table(report)
-    return 1 if args.check and not report["goal_met"] else 0
+    return benchlib.finish(run(args.repeat), args, print_table)
 
 
 if __name__ == "__main__":

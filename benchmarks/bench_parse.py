@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import cProfile
 import gc
-import json
 import pathlib
 import pstats
 import statistics
@@ -160,17 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         profile(args.corpus, args.profile)
         return 0
-    if args.repeat < 1:
-        parser.error("--repeat must be at least 1")
-    report = run(args.corpus, args.repeat)
-    if args.json:
-        json.dump(report, sys.stdout, indent=2)
-        print()
-    else:
-        print_table(report)
-    if args.check and not report["goal_met"]:
-        return 1
-    return 0
+    return benchlib.finish(run(args.corpus, args.repeat), args, print_table)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ Usage::
 from __future__ import annotations
 
 import gc
-import json
 import statistics
 import sys
 import time
@@ -111,13 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     args = benchlib.parse(benchlib.parser(
         __doc__, repeat=5, repeat_help="builds per shape and size",
         check_help=f"exit 1 if a ratio exceeds {GOAL}"), argv)
-    report = run(args.repeat)
-    if args.json:
-        json.dump(report, sys.stdout, indent=2)
-        print()
-    else:
-        print_table(report)
-    return 1 if args.check and not report["goal_met"] else 0
+    return benchlib.finish(run(args.repeat), args, print_table)
 
 
 if __name__ == "__main__":

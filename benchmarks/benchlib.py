@@ -7,6 +7,7 @@ importable beside them.
 from __future__ import annotations
 
 import argparse
+import json
 import importlib.util
 import pathlib
 import sys
@@ -42,3 +43,16 @@ def parse(parsed: argparse.ArgumentParser,
     if args.repeat < 1:
         parsed.error("--repeat must be at least 1")
     return args
+
+
+def finish(report: dict, args: argparse.Namespace, print_table) -> int:
+    """Print ``report`` (JSON or table); the exit status for ``--check``.
+
+    ``report["goal_met"]`` says whether the script's goal held.
+    """
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        print()
+    else:
+        print_table(report)
+    return 1 if args.check and not report["goal_met"] else 0
