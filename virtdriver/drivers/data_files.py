@@ -1,9 +1,11 @@
-"""Read a YAML or JSON data file (host descriptions, node inventories)."""
+"""Read YAML/JSON data files (host descriptions, node inventories) and
+check their fields."""
 
 from __future__ import annotations
 
 import json
 import pathlib
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import yaml
@@ -35,3 +37,22 @@ def load_data_file(path: str | pathlib.Path, what: str,
     except (ValueError, yaml.YAMLError) as exc:
         kind = "JSON" if path.suffix == ".json" else "YAML"
         raise error(f"{path}: not valid {kind}: {exc}") from None
+
+
+def check_fields(data: Any, known: Iterable[str], where: str, what: str,
+                 error: type[Exception]) -> Mapping[str, Any]:
+    """``data`` as a mapping whose keys are all ``known``.
+
+    Raises:
+        error: ``data`` is not a mapping (the message calls it ``what``), or
+            has keys outside ``known`` (all of them named, and the known).
+    """
+    if not isinstance(data, Mapping):
+        raise error(f"{where}: {what} is a mapping of fields, not "
+                    f"{type(data).__name__}")
+    known = frozenset(known)
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise error(f"{where}: unknown field(s) {', '.join(map(str, unknown))}"
+                    f"; known: {', '.join(sorted(known))}")
+    return data

@@ -29,7 +29,7 @@ from typing import Any
 from virtdriver.capabilities.host import (
     CellCPU, CPUTopology, Guest, GuestDomain, HostCapabilities, HostCPU,
     NUMACell, Pages)
-from virtdriver.drivers.data_files import load_data_file
+from virtdriver.drivers.data_files import check_fields, load_data_file
 
 _KEYS = {"name", "arch", "cpu", "cells", "cores_per_cell", "threads_per_core",
          "memory_mb_per_cell", "pages_per_cell", "traits", "capabilities"}
@@ -126,13 +126,7 @@ def spec_from_dict(data: Mapping[str, Any], source: str = "<dict>"
     Raises:
         FakeHostError: an unknown key, a wrong type or an impossible value.
     """
-    if not isinstance(data, Mapping):
-        raise FakeHostError(f"{source}: a fake host is a mapping of fields, "
-                            f"not {type(data).__name__}")
-    unknown = sorted(set(data) - _KEYS)
-    if unknown:
-        raise FakeHostError(f"{source}: unknown field(s) {', '.join(unknown)};"
-                            f" known: {', '.join(sorted(_KEYS))}")
+    check_fields(data, _KEYS, source, "a fake host", FakeHostError)
     if "cells" not in data:
         raise FakeHostError(f"{source}: field 'cells' (number of NUMA cells) "
                             "is required")

@@ -29,7 +29,7 @@ from typing import Any
 import os_resource_classes
 
 from virtdriver.capabilities.traits.names import invalid_reason
-from virtdriver.drivers.data_files import load_data_file
+from virtdriver.drivers.data_files import check_fields, load_data_file
 
 #: Provision states in which a node can take (or holds) an instance.
 USABLE_STATES = frozenset({"available", "active"})
@@ -116,13 +116,7 @@ def load_inventory(path: str | pathlib.Path) -> tuple[BareMetalNode, ...]:
 
 
 def _node(raw: Any, where: str) -> BareMetalNode:
-    if not isinstance(raw, Mapping):
-        raise InventoryError(f"{where}: a node is a mapping, not "
-                             f"{type(raw).__name__}")
-    unknown = sorted(set(raw) - _KEYS)
-    if unknown:
-        raise InventoryError(f"{where}: unknown field(s) "
-                             f"{', '.join(unknown)}")
+    check_fields(raw, _KEYS, where, "a node", InventoryError)
     node_uuid = raw.get("uuid")
     try:
         node_uuid = str(uuidlib.UUID(str(node_uuid)))
