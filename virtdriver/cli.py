@@ -78,6 +78,19 @@ def _add_host_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--image-type-exclude-list", type=_csv, default=None,
                        metavar="raw,...",
                        help="[compute] image_type_exclude_list")
+    pinning = parser.add_argument_group(
+        "host resources", "[compute] options for CPU pinning and "
+        "reservations (override the config file; used by `tree`)")
+    pinning.add_argument("--cpu-dedicated-set", metavar="SPEC",
+                         help="[compute] cpu_dedicated_set, e.g. 4-15,^8")
+    pinning.add_argument("--cpu-shared-set", metavar="SPEC",
+                         help="[compute] cpu_shared_set, e.g. 0-3")
+    pinning.add_argument("--reserved-host-memory-mb", type=int,
+                         metavar="MIB",
+                         help="[compute] reserved_host_memory_mb")
+    pinning.add_argument("--reserved-huge-pages", action="append",
+                         metavar="node:N,size:KIB,count:C",
+                         help="[compute] reserved_huge_pages (repeatable)")
     group.add_argument("--cpu-map", default=str(DEFAULT_CPU_MAP_DIR),
                        metavar="DIR", help="libvirt's CPU map (default: "
                        "%(default)s)")
@@ -150,6 +163,7 @@ def main(argv: Sequence[str] | None = None, *,
     args.uri = args.uri or conf.libvirt.connection_uri or None
     if args.command == "tree":
         override_conf(conf, config)
+        override_pinning(conf, args)
         return run_tree(args, conf)
     return run_command(args, config, opener=opener)
 
@@ -193,6 +207,15 @@ def override_conf(conf, config: TraitConfig) -> None:
         conf.set_override(name, value, group="libvirt")
     conf.set_override("image_type_exclude_list",
                       list(config.image_type_exclude_list), group="compute")
+
+
+def override_pinning(conf, args: argparse.Namespace) -> None:
+    """Write the CLI's host-resource options over the config file's."""
+    for name in ("cpu_dedicated_set", "cpu_shared_set",
+                 "reserved_host_memory_mb", "reserved_huge_pages"):
+        value = getattr(args, name)
+        if value is not None:
+            conf.set_override(name, value, group="compute")
 
 
 def run_drivers(fmt: str, out: TextIO | None = None) -> int:

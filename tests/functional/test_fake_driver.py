@@ -136,3 +136,30 @@ def test_cli_tree_text_and_errors(capsys):
     assert "neither a preset" in capsys.readouterr().err
     assert cli.main(["tree", "--driver", "nosuch"]) == cli.EXIT_FAILURE
     assert "fake" in capsys.readouterr().err
+
+
+def test_cli_pinning_options_override_the_config_file(tmp_path, capsys):
+    conf_file = tmp_path / "virtdriver.conf"
+    conf_file.write_text("[compute]\ncpu_dedicated_set = 0-3\n"
+                         "reserved_host_memory_mb = 2048\n")
+    status = cli.main([
+        "tree", "--driver", "fake", "--host-spec", "numa2-ht", "--format",
+        "json", "--config-file", str(conf_file),
+        "--cpu-dedicated-set", "0-7,16-23", "--cpu-shared-set", "8-15",
+        "--reserved-huge-pages", "node:1,size:2048,count:24"])
+    providers = json.loads(capsys.readouterr().out)["providers"]
+    assert status == 0
+    cell0, cell1 = (p["inventories"] for p in providers[1:])
+    assert cell0["PCPU"]["total"] == 8 and cell0["VCPU"]["total"] == 8
+    assert cell0["MEMORY_MB"]["reserved"] == 2048   # from the file
+    assert cell1["PCPU"]["total"] == 8 and "VCPU" not in cell1
+    assert cell1["CUSTOM_MEM_PAGE_SIZE_2048"]["reserved"] == 24
+
+
+def test_cli_pinning_outside_the_host_names_the_cpus(capsys):
+    status = cli.main(["tree", "--driver", "fake", "--cpu-dedicated-set",
+                       "0-9"])
+    assert status == cli.EXIT_FAILURE
+    err = capsys.readouterr().err
+    assert "cpu_dedicated_set names CPUs 4-9, which this host does not " \
+           "have" in err
