@@ -26,7 +26,9 @@ from virtdriver.drivers.libvirt.cpu_map_loader import (
     DEFAULT_CPU_MAP_DIR, load_cpu_map)
 from virtdriver.drivers.libvirt.host import (
     CapabilitySource, HostReading, read_host)
+from virtdriver.drivers.libvirt.recorder import record_host
 from virtdriver.drivers.libvirt.traits import trait_report
+from virtdriver.fakelibvirt.snapshot import write_snapshot
 from virtdriver.resource_tracker.provider_tree import ProviderTree
 from virtdriver.drivers.loader import available_drivers, load_driver
 
@@ -123,6 +125,16 @@ def build_parser() -> argparse.ArgumentParser:
     drivers_cmd.add_argument("--format", choices=("text", "json"),
                              default="text",
                              help="output format (default: text)")
+    snapshot_cmd = commands.add_parser(
+        "snapshot", help="record what the driver reads from this host",
+        description="Record host capabilities, every domain capabilities "
+                    "document the driver would read (the guest options "
+                    "decide which), the CPU map, versions and node devices "
+                    "into a directory that --snapshot replays; format in "
+                    "docs/snapshots.md.")
+    snapshot_cmd.add_argument("-o", "--output", required=True, metavar="DIR",
+                              help="directory to write (created)")
+    _add_host_options(snapshot_cmd)
     tree_cmd = commands.add_parser(
         "tree", help="the provider tree a driver publishes for its nodes",
         description="Load a driver by name (virtdriver.drivers entry "
@@ -165,7 +177,41 @@ def main(argv: Sequence[str] | None = None, *,
         override_conf(conf, config)
         override_pinning(conf, args)
         return run_tree(args, conf)
+    if args.command == "snapshot":
+        return run_snapshot(args, config, opener=opener)
     return run_command(args, config, opener=opener)
+
+
+def run_snapshot(args: argparse.Namespace, config: TraitConfig, *,
+                 opener: Opener, out: TextIO | None = None,
+                 err: TextIO | None = None) -> int:
+    """Record the host into ``args.output``."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        conn, choice = opener(args.uri)
+    except LibvirtConnectionError as exc:
+        print(f"virtdriver: {exc}", file=err)
+        return EXIT_FAILURE
+    try:
+        documents = record_host(conn, choice.uri, config)
+    except CapabilityXMLError as exc:
+        print(f"virtdriver: libvirt capability XML not usable: {exc}",
+              file=err)
+        return EXIT_FAILURE
+    except libvirt.libvirtError as exc:
+        print(f"virtdriver: cannot read capabilities from {choice.uri}: "
+              f"{exc.get_error_message() or exc}", file=err)
+        return EXIT_FAILURE
+    finally:
+        conn.close()
+    manifest = write_snapshot(args.output, documents, choice.uri)
+    out.write(f"recorded {choice.uri} ({choice.reason}) into {manifest.parent}:"
+              f" host capabilities, {len(documents.domain_capabilities)} "
+              f"domain capabilities document(s), "
+              f"{len(documents.domain_capabilities_errors)} refused, "
+              f"{len(documents.node_devices)} node device(s)\n")
+    return 0
 
 
 def run_tree(args: argparse.Namespace, conf, out: TextIO | None = None,
