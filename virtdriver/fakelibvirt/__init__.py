@@ -1,2 +1,53 @@
-"""A stand-in for the ``libvirt`` module so the real libvirt driver runs in
-tests without a hypervisor.  Filled in by the fakelibvirt issue."""
+"""A stand-in for the ``libvirt`` module, so the real libvirt driver runs
+in tests without a hypervisor.
+
+It answers the calls :mod:`virtdriver.drivers.libvirt` makes from a
+:class:`HostDocuments` (capabilities, domain capabilities, CPU map,
+versions, node devices), with libvirt's constants and libvirt's errors,
+and lets a test inject faults, drop connections and take CPUs offline::
+
+    from virtdriver import fakelibvirt
+    host = fakelibvirt.register_host("h1", documents)
+    with fakelibvirt.use_fakelibvirt():
+        driver = LibvirtDriver(uri="fake:///h1")   # reads host "h1"
+        ...
+
+See ``docs/fakelibvirt.md``.  fakelibvirt never imports ``libvirt``.
+"""
+
+from virtdriver.fakelibvirt.connection import (
+    GLOBAL_FAULTS,
+    FakeHost,
+    connection_for,
+    get_host,
+    open,  # noqa: A004 - libvirt's name
+    openReadOnly,
+    register_host,
+    reset,
+    unregister_host,
+    virConnect,
+)
+from virtdriver.fakelibvirt import constants as _constants
+from virtdriver.fakelibvirt.constants import *  # noqa: F403
+from virtdriver.fakelibvirt.documents import DomainCapsKey, HostDocuments
+from virtdriver.fakelibvirt.errors import libvirtError, registerErrorHandler
+from virtdriver.fakelibvirt.events import (
+    virEventRegisterDefaultImpl, virEventRunDefaultImpl)
+from virtdriver.fakelibvirt.faults import Fault
+from virtdriver.fakelibvirt.nodedev import virNodeDevice
+from virtdriver.fakelibvirt.swap import use_fakelibvirt
+
+#: Plan a fault for every connection (see :meth:`.FaultPlan.fail`).
+fail = GLOBAL_FAULTS.fail
+#: Forget the faults planned with :func:`fail`.
+clear_faults = GLOBAL_FAULTS.clear
+
+__all__ = [  # and every constant of .constants (a star import)
+    "DomainCapsKey", "Fault", "FakeHost", "HostDocuments", "clear_faults",
+    "connection_for", "fail", "get_host", "libvirtError", "open",
+    "openReadOnly", "register_host", "registerErrorHandler", "reset",
+    "unregister_host", "use_fakelibvirt", "virConnect",
+    "virEventRegisterDefaultImpl", "virEventRunDefaultImpl",
+    "virNodeDevice",
+    *(name for name in dir(_constants) if name.startswith("VIR_")),
+]

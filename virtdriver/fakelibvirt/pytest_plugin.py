@@ -1,0 +1,71 @@
+"""pytest fixtures for testing a libvirt driver against fakelibvirt.
+
+Installed with virtdriver as the ``pytest11`` entry point
+``virtdriver_fakelibvirt``, so any test suite in an environment with
+virtdriver gets them:
+
+* ``fakelibvirt`` — ``libvirt`` is fakelibvirt for the test (see
+  :func:`~virtdriver.fakelibvirt.swap.use_fakelibvirt`); yields the
+  module.  Faults planned on the module are cleared afterwards.
+* ``fake_libvirt_host`` — ``fake_libvirt_host(documents, name="host1")``
+  serves a :class:`~virtdriver.fakelibvirt.HostDocuments` at
+  ``fake:///<name>`` for the test and returns that URI.
+
+The ini option ``fakelibvirt_packages`` (one package a line; default
+``virtdriver``) names the packages whose ``libvirt`` globals are rebound:
+add your driver's.  When :mod:`virtdriver.fakelibvirt.builders` is
+installed it is loaded, so ``fakelibvirt.builders`` is there to build
+documents with.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable, Iterator
+from types import ModuleType
+
+import pytest
+
+from virtdriver.fakelibvirt.connection import (
+    GLOBAL_FAULTS, register_host, unregister_host)
+from virtdriver.fakelibvirt.documents import HostDocuments
+from virtdriver.fakelibvirt.swap import use_fakelibvirt
+
+BUILDERS = "virtdriver.fakelibvirt.builders"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        "fakelibvirt_packages", type="linelist", default=["virtdriver"],
+        help="packages whose module-level `libvirt` the fakelibvirt "
+             "fixture replaces (default: virtdriver)")
+
+
+@pytest.fixture
+def fakelibvirt(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
+    """``libvirt`` is fakelibvirt for this test; yields the module."""
+    packages = request.config.getini("fakelibvirt_packages") or ["virtdriver"]
+    with use_fakelibvirt(packages) as module:
+        if importlib.util.find_spec(BUILDERS) is not None:
+            importlib.import_module(BUILDERS)
+        try:
+            yield module
+        finally:
+            GLOBAL_FAULTS.clear()
+
+
+@pytest.fixture
+def fake_libvirt_host(fakelibvirt: ModuleType
+                      ) -> Iterator[Callable[..., str]]:
+    """A factory: ``fake_libvirt_host(documents, name="host1") -> uri``;
+    the hosts it registers are unregistered after the test."""
+    names: list[str] = []
+
+    def serve(documents: HostDocuments, name: str = "host1") -> str:
+        names.append(name)
+        return register_host(name, documents).uri
+
+    yield serve
+    for name in names:
+        unregister_host(name)
