@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import socket
+import pathlib
 import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
@@ -28,7 +29,10 @@ from virtdriver.drivers.libvirt.host import (
     CapabilitySource, HostReading, read_host)
 from virtdriver.drivers.libvirt.recorder import record_host
 from virtdriver.drivers.libvirt.traits import trait_report
-from virtdriver.fakelibvirt.snapshot import write_snapshot
+from virtdriver import fakelibvirt
+from virtdriver.fakelibvirt.snapshot import (
+    SnapshotError, read_snapshot, write_snapshot)
+from virtdriver.fakelibvirt.swap import use_fakelibvirt
 from virtdriver.resource_tracker.provider_tree import ProviderTree
 from virtdriver.drivers.loader import available_drivers, load_driver
 
@@ -49,13 +53,19 @@ def _machine_types(text: str) -> tuple[tuple[str, str], ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _add_host_options(parser: argparse.ArgumentParser) -> None:
+def _add_host_options(parser: argparse.ArgumentParser, *,
+                      replay: bool = True) -> None:
     parser.add_argument("--uri", help="libvirt URI to open (default: "
                         "qemu:///system if a daemon answers, else "
                         "qemu:///embed if the QEMU driver is installed, "
                         "else test:///default)")
     parser.add_argument("--format", choices=("text", "json"), default="text",
                         help="output format (default: text)")
+    if replay:
+        parser.add_argument("--snapshot", metavar="DIR",
+                            help="replay a host snapshot (`virtdriver "
+                            "snapshot -o DIR`, or a hand-written directory) "
+                            "through fakelibvirt instead of reading libvirt")
     parser.add_argument("--config-file", action="append", default=[],
                         metavar="FILE", help="oslo.config file to read "
                         "(repeatable; later files win); the options below "
@@ -134,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "docs/snapshots.md.")
     snapshot_cmd.add_argument("-o", "--output", required=True, metavar="DIR",
                               help="directory to write (created)")
-    _add_host_options(snapshot_cmd)
+    _add_host_options(snapshot_cmd, replay=False)
     tree_cmd = commands.add_parser(
         "tree", help="the provider tree a driver publishes for its nodes",
         description="Load a driver by name (virtdriver.drivers entry "
@@ -173,6 +183,38 @@ def main(argv: Sequence[str] | None = None, *,
         print(f"virtdriver: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     args.uri = args.uri or conf.libvirt.connection_uri or None
+    if getattr(args, "snapshot", None):
+        return replay_snapshot(args, conf, config)
+    return run_host_command(args, conf, config, opener)
+
+
+def replay_snapshot(args: argparse.Namespace, conf, config: TraitConfig
+                    ) -> int:
+    """Run the command against a snapshot, through fakelibvirt, with the
+    real driver code."""
+    try:
+        documents = read_snapshot(args.snapshot)
+    except SnapshotError as exc:
+        print(f"virtdriver: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    # The URI names the directory, so evidence says where facts came from.
+    name = f"snapshot{pathlib.Path(args.snapshot).resolve()}"
+    fakelibvirt.register_host(name, documents)
+    uri = f"fake:///{name}"
+    reason = f"replaying snapshot {args.snapshot}"
+    try:
+        with use_fakelibvirt() as fake:
+            args.uri = uri
+            return run_host_command(
+                args, conf, config,
+                lambda _uri: (fake.open(uri), URIChoice(uri, reason)))
+    finally:
+        fakelibvirt.unregister_host(name)
+
+
+def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
+                     opener: Opener) -> int:
+    """``report``, ``explain``, ``tree`` or ``snapshot`` on one host."""
     if args.command == "tree":
         override_conf(conf, config)
         override_pinning(conf, args)

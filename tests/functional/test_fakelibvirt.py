@@ -461,3 +461,21 @@ def test_fixture_loads_the_builders_when_installed(fakelibvirt,
     driver.update_provider_tree(tree, "built-1")
     assert [tree.data(f"built-1_NUMA{i}").inventory[orc.VCPU].total
             for i in (0, 1)] == [4, 4]
+
+
+def test_recorded_refusals_are_refused_again_alike():
+    from virtdriver.fakelibvirt.documents import (
+        DomainCapsKey, HostDocuments, RecordedError)
+    from virtdriver import fakelibvirt as fake
+    documents = HostDocuments(domain_capabilities_errors={
+        DomainCapsKey("x86_64", "kvm"): RecordedError(
+            fake.VIR_ERR_OPERATION_FAILED, fake.VIR_FROM_QEMU, "probe died")})
+    conn = fake.connection_for(documents)
+    with pytest.raises(fake.libvirtError) as info:
+        conn.getDomainCapabilities(None, "x86_64", None, "kvm", 0)
+    assert info.value.get_error_code() == fake.VIR_ERR_OPERATION_FAILED
+    assert info.value.get_error_domain() == fake.VIR_FROM_QEMU
+    assert info.value.get_error_message() == "probe died"
+    with pytest.raises(fake.libvirtError) as other:
+        conn.getDomainCapabilities(None, "aarch64", None, "kvm", 0)
+    assert other.value.get_error_code() == fake.VIR_ERR_NO_SUPPORT

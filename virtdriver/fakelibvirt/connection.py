@@ -336,7 +336,8 @@ class virConnect:  # noqa: N801 - libvirt's name
         capabilities); ``virttype`` ``None`` is ``kvm`` when the host has a
         kvm document for the arch, else ``qemu`` (libvirt's QEMU driver
         picks the same way).  A call no document answers is refused with
-        ``VIR_ERR_NO_SUPPORT``; a read-only connection with
+        ``VIR_ERR_NO_SUPPORT``, one a recorded host refused with the error
+        it gave (``domain_capabilities_errors``); a read-only connection with
         ``VIR_ERR_OPERATION_DENIED``, as libvirt refuses both.
         """
         function = "virConnectGetDomainCapabilities"
@@ -346,17 +347,21 @@ class virConnect:  # noqa: N801 - libvirt's name
                              f"operation forbidden: {detail}",
                              str1="operation forbidden: %s", str2=detail)
         documents = self.host.documents.domain_capabilities
-        if not documents:
+        recorded = self.host.documents.domain_capabilities_errors
+        if not documents and not recorded:
             raise no_support(function, VIR_FROM_DOMAIN)
         arch = arch or self._host_arch()
         virttype = virttype or (
             "kvm" if any(k.arch == arch and k.virt_type == "kvm"
-                         for k in documents) else "qemu")
+                         for k in (*documents, *recorded)) else "qemu")
         for emulator in dict.fromkeys((emulatorbin, None)):
-            found = documents.get(
-                DomainCapsKey(arch, virttype, machine, emulator))
+            key = DomainCapsKey(arch, virttype, machine, emulator)
+            found = documents.get(key)
             if found is not None:
                 return found
+            error = recorded.get(key)
+            if error is not None:  # a recorded host refused it: again
+                raise make_error(error.code, error.domain, error.message)
         raise no_support(function, VIR_FROM_DOMAIN, (
             f"no document for arch={arch!r}, virttype={virttype!r}, "
             f"machine={machine!r}, emulatorbin={emulatorbin!r}"))
