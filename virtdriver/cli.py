@@ -92,7 +92,7 @@ def _add_host_options(parser: argparse.ArgumentParser, *,
                        help="[compute] image_type_exclude_list")
     pinning = parser.add_argument_group(
         "host resources", "[compute] options for CPU pinning and "
-        "reservations (override the config file; used by `tree`)")
+        "reservations (override the config file; used by `report`)")
     pinning.add_argument("--cpu-dedicated-set", metavar="SPEC",
                          help="[compute] cpu_dedicated_set, e.g. 4-15,^8")
     pinning.add_argument("--cpu-shared-set", metavar="SPEC",
@@ -115,11 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Virt-driver plugin framework tools.")
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="COMMAND")
-    report = commands.add_parser(
-        "report", help="show what libvirt says this host is, and its traits",
+    host_cmd = commands.add_parser(
+        "host", help="what libvirt says this host is, and its traits",
         description="Read libvirt's host and domain capabilities, show the "
                     "parsed model and the traits derived from it.")
-    _add_host_options(report)
+    _add_host_options(host_cmd)
     explain_cmd = commands.add_parser(
         "explain", help="explain why traits are or are not on this host",
         description="For each TRAIT: asserted, unasserted, unknown, not "
@@ -145,23 +145,25 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot_cmd.add_argument("-o", "--output", required=True, metavar="DIR",
                               help="directory to write (created)")
     _add_host_options(snapshot_cmd, replay=False)
-    tree_cmd = commands.add_parser(
-        "tree", help="the provider tree a driver publishes for its nodes",
+    report_cmd = commands.add_parser(
+        "report", help="the provider tree this host offers schedulers",
         description="Load a driver by name (virtdriver.drivers entry "
-                    "point), initialise it, and show the provider tree it "
-                    "builds for every node: inventories and traits.")
-    tree_cmd.add_argument("--driver", default="libvirt",
+                    "point; libvirt by default), initialise it, and show "
+                    "the provider tree the resource tracker builds for "
+                    "every node: inventories and traits.  --format json "
+                    "gives Placement's shapes.")
+    report_cmd.add_argument("--driver", default="libvirt",
                           help="driver name (default: libvirt; see "
                                "`virtdriver drivers`)")
-    tree_cmd.add_argument("--host-spec", default="small", metavar="SPEC",
+    report_cmd.add_argument("--host-spec", default="small", metavar="SPEC",
                           help="fake driver: a preset (small, numa2-ht, "
                                "numa4-large) or a YAML/JSON file")
-    tree_cmd.add_argument("--inventory", metavar="FILE",
+    report_cmd.add_argument("--inventory", metavar="FILE",
                           help="ironic driver: the node inventory file")
-    tree_cmd.add_argument("--flat", action="store_true",
+    report_cmd.add_argument("--flat", action="store_true",
                           help="everything on the root provider instead of "
                                "one child per NUMA cell")
-    _add_host_options(tree_cmd)
+    _add_host_options(report_cmd)
     return parser
 
 
@@ -215,10 +217,10 @@ def replay_snapshot(args: argparse.Namespace, conf, config: TraitConfig
 def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
                      opener: Opener) -> int:
     """``report``, ``explain``, ``tree`` or ``snapshot`` on one host."""
-    if args.command == "tree":
+    if args.command == "report":
         override_conf(conf, config)
         override_pinning(conf, args)
-        return run_tree(args, conf)
+        return run_report(args, conf)
     if args.command == "snapshot":
         return run_snapshot(args, config, opener=opener)
     return run_command(args, config, opener=opener)
@@ -256,9 +258,9 @@ def run_snapshot(args: argparse.Namespace, config: TraitConfig, *,
     return 0
 
 
-def run_tree(args: argparse.Namespace, conf, out: TextIO | None = None,
+def run_report(args: argparse.Namespace, conf, out: TextIO | None = None,
              err: TextIO | None = None) -> int:
-    """Build the provider tree of every node of the chosen driver."""
+    """Build and show the provider tree of every node of the driver."""
     out = out or sys.stdout
     err = err or sys.stderr
     kwargs: dict[str, object] = {"conf": conf}
@@ -280,6 +282,12 @@ def run_tree(args: argparse.Namespace, conf, out: TextIO | None = None,
     except DriverError as exc:
         print(f"virtdriver: {exc}", file=err)
         return EXIT_FAILURE
+    if args.format == "text":
+        for node in driver.get_available_nodes():
+            facts = driver.node_capabilities(node).facts
+            if "uri" in facts:
+                out.write(f"libvirt URI: {facts['uri']}\n"
+                          f"  why: {facts.get('uri_reason', '')}\n\n")
     out.write(render.render_tree(tree, args.format))
     return 0
 

@@ -74,7 +74,7 @@ def corpus_conn(corpus_dir):
 
 
 def test_text_report_names_uri_reason_and_domain_caps(corpus_conn, capsys):
-    status = cli.main(["report"], opener=opener_for(corpus_conn))
+    status = cli.main(["host"], opener=opener_for(corpus_conn))
 
     out = capsys.readouterr().out
     assert status == 0
@@ -92,14 +92,14 @@ def test_text_report_names_uri_reason_and_domain_caps(corpus_conn, capsys):
 
 
 def test_domain_caps_asked_for_host_arch_with_kvm(corpus_conn, capsys):
-    cli.main(["report"], opener=opener_for(corpus_conn))
+    cli.main(["host"], opener=opener_for(corpus_conn))
 
     # caps-qemu-kvm.xml lists kvm guests of x86_64, the host CPU's arch.
     assert corpus_conn.domain_calls == [(None, "x86_64", None, "kvm")]
 
 
 def test_json_report_parses_and_carries_the_models(corpus_conn, capsys):
-    status = cli.main(["report", "--format", "json"],
+    status = cli.main(["host", "--format", "json"],
                       opener=opener_for(corpus_conn))
 
     data = json.loads(capsys.readouterr().out)
@@ -121,7 +121,7 @@ def test_refused_domain_caps_are_reported_unknown(corpus_dir, capsys):
         (corpus_dir / HOST_FILE).read_text(),
         domain_error=libvirt.libvirtError("no domain caps here"))
 
-    status = cli.main(["report"], opener=opener_for(conn))
+    status = cli.main(["host"], opener=opener_for(conn))
 
     out = capsys.readouterr().out
     assert status == 0
@@ -138,7 +138,7 @@ def test_unusable_host_xml_exits_2_naming_the_source(host_xml, expected,
                                                      capsys):
     conn = FakeConnection(host_xml)
 
-    status = cli.main(["report"], opener=opener_for(conn))
+    status = cli.main(["host"], opener=opener_for(conn))
 
     captured = capsys.readouterr()
     assert status == cli.EXIT_FAILURE
@@ -152,7 +152,7 @@ def test_unusable_domain_xml_is_unknown_not_fatal(corpus_dir, capsys):
     conn = FakeConnection((corpus_dir / HOST_FILE).read_text(),
                           "<domainCapabilities><path>")
 
-    status = cli.main(["report", "--format", "json"],
+    status = cli.main(["host", "--format", "json"],
                       opener=opener_for(conn))
 
     data = json.loads(capsys.readouterr().out)
@@ -168,7 +168,7 @@ def test_connection_failure_exits_2_with_what_to_do(capsys):
     def opener(uri):
         raise LibvirtConnectionError(uri, "daemon gone", "start virtqemud")
 
-    status = cli.main(["report", "--uri", "qemu:///system"], opener=opener)
+    status = cli.main(["host", "--uri", "qemu:///system"], opener=opener)
 
     err = capsys.readouterr().err
     assert status == cli.EXIT_FAILURE
@@ -178,13 +178,13 @@ def test_connection_failure_exits_2_with_what_to_do(capsys):
 
 def test_unknown_format_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exc:
-        cli.main(["report", "--format", "yaml"])
+        cli.main(["host", "--format", "yaml"])
     assert exc.value.code == 2
     assert "invalid choice: 'yaml'" in capsys.readouterr().err
 
 
 def test_report_lists_traits_with_their_documents(corpus_conn, capsys):
-    status = cli.main(["report", "--format", "json"],
+    status = cli.main(["host", "--format", "json"],
                       opener=opener_for(corpus_conn))
 
     data = json.loads(capsys.readouterr().out)
@@ -203,7 +203,7 @@ def test_report_lists_traits_with_their_documents(corpus_conn, capsys):
 
 
 def test_text_report_has_a_traits_section(corpus_conn, capsys):
-    assert cli.main(["report"], opener=opener_for(corpus_conn)) == 0
+    assert cli.main(["host"], opener=opener_for(corpus_conn)) == 0
     out = capsys.readouterr().out
     assert "Traits (run `virtdriver explain TRAIT` for the evidence)" in out
     assert "from: domain capabilities (x86_64, pc-q35-10.0, kvm)" in out
@@ -238,7 +238,7 @@ def test_explain_json_and_extra_flags(corpus_conn, capsys):
 
 
 def test_machine_types_choose_more_documents(corpus_conn, capsys):
-    status = cli.main(["report", "--format", "json",
+    status = cli.main(["host", "--format", "json",
                        "--hw-machine-type", "x86_64=pc-i440fx-9.0"],
                       opener=opener_for(corpus_conn))
 
@@ -251,8 +251,8 @@ def test_machine_types_choose_more_documents(corpus_conn, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["report", "--cpu-models", "Haswell"], "cpu_mode = custom"),
-    (["report", "--cpu-mode", "custom"], "needs [libvirt] cpu_models"),
+    (["host", "--cpu-models", "Haswell"], "cpu_mode = custom"),
+    (["host", "--cpu-mode", "custom"], "needs [libvirt] cpu_models"),
 ])
 def test_inconsistent_configuration_exits_2(argv, message, corpus_conn,
                                             capsys):
@@ -262,7 +262,7 @@ def test_inconsistent_configuration_exits_2(argv, message, corpus_conn,
 
 def test_bad_machine_type_option_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as info:
-        cli.main(["report", "--hw-machine-type", "q35"])
+        cli.main(["host", "--hw-machine-type", "q35"])
     assert info.value.code == 2
     assert "'q35' is not ARCH=MACHINE" in capsys.readouterr().err
 
@@ -308,8 +308,8 @@ def test_config_file_connection_uri_unless_uri_given(corpus_conn, capsys,
         asked.append(uri)
         return corpus_conn, URIChoice(uri, "given")
 
-    for argv in (["report", "--config-file", str(conf)],
-                 ["report", "--config-file", str(conf), "--uri", "x:///"]):
+    for argv in (["host", "--config-file", str(conf)],
+                 ["host", "--config-file", str(conf), "--uri", "x:///"]):
         assert cli.main(argv, opener=opener) == 0
     assert asked == ["test:///from-file", "x:///"]
 
@@ -319,7 +319,7 @@ def test_bad_value_in_config_file_exits_2_naming_the_option(
     conf = tmp_path / "virtdriver.conf"
     conf.write_text("[libvirt]\ncpu_mode = host-modle\n")
 
-    status = cli.main(["report", "--config-file", str(conf)],
+    status = cli.main(["host", "--config-file", str(conf)],
                       opener=opener_for(corpus_conn))
 
     captured = capsys.readouterr()
@@ -334,7 +334,7 @@ def test_bad_value_in_config_file_exits_2_naming_the_option(
 
 
 def test_missing_config_file_exits_2(corpus_conn, capsys, tmp_path):
-    status = cli.main(["report", "--config-file", str(tmp_path / "no")],
+    status = cli.main(["host", "--config-file", str(tmp_path / "no")],
                       opener=opener_for(corpus_conn))
     assert status == cli.EXIT_FAILURE
     assert f"cannot read config file {tmp_path / 'no'}" in \

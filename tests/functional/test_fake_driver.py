@@ -115,7 +115,7 @@ def test_every_emitted_trait_is_owned():
 
 
 def test_cli_tree_json_for_a_preset(capsys):
-    status = cli.main(["tree", "--driver", "fake", "--host-spec",
+    status = cli.main(["report", "--driver", "fake", "--host-spec",
                        "numa4-large", "--format", "json"])
     document = json.loads(capsys.readouterr().out)
     assert status == 0
@@ -127,14 +127,14 @@ def test_cli_tree_json_for_a_preset(capsys):
 
 
 def test_cli_tree_text_and_errors(capsys):
-    assert cli.main(["tree", "--driver", "fake", "--flat"]) == 0
+    assert cli.main(["report", "--driver", "fake", "--flat"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("fake-small (")
     assert "VCPU 4 x4" in out
-    assert cli.main(["tree", "--driver", "fake", "--host-spec",
+    assert cli.main(["report", "--driver", "fake", "--host-spec",
                      "nope"]) == cli.EXIT_FAILURE
     assert "neither a preset" in capsys.readouterr().err
-    assert cli.main(["tree", "--driver", "nosuch"]) == cli.EXIT_FAILURE
+    assert cli.main(["report", "--driver", "nosuch"]) == cli.EXIT_FAILURE
     assert "fake" in capsys.readouterr().err
 
 
@@ -143,7 +143,7 @@ def test_cli_pinning_options_override_the_config_file(tmp_path, capsys):
     conf_file.write_text("[compute]\ncpu_dedicated_set = 0-3\n"
                          "reserved_host_memory_mb = 2048\n")
     status = cli.main([
-        "tree", "--driver", "fake", "--host-spec", "numa2-ht", "--format",
+        "report", "--driver", "fake", "--host-spec", "numa2-ht", "--format",
         "json", "--config-file", str(conf_file),
         "--cpu-dedicated-set", "0-7,16-23", "--cpu-shared-set", "8-15",
         "--reserved-huge-pages", "node:1,size:2048,count:24"])
@@ -157,7 +157,7 @@ def test_cli_pinning_options_override_the_config_file(tmp_path, capsys):
 
 
 def test_cli_pinning_outside_the_host_names_the_cpus(capsys):
-    status = cli.main(["tree", "--driver", "fake", "--cpu-dedicated-set",
+    status = cli.main(["report", "--driver", "fake", "--cpu-dedicated-set",
                        "0-9"])
     assert status == cli.EXIT_FAILURE
     err = capsys.readouterr().err

@@ -55,7 +55,7 @@ def test_default_uri_without_daemon_is_embed(embed_uri, capsys):
     if any(connection.is_socket(s) for s in connection.DAEMON_SOCKETS):
         pytest.skip("a libvirt daemon socket exists; it would be chosen")
 
-    status = cli.main(["report", "--format", "json"])
+    status = cli.main(["host", "--format", "json"])
 
     data = json.loads(capsys.readouterr().out)
     assert status == 0

@@ -43,8 +43,8 @@ def test_report_replays_exactly(uri, tmp_path, capsys):
     assert cli.main(["snapshot", "--uri", uri, "-o", str(snapshot)]) == 0
     assert "recorded " + uri in capsys.readouterr().out
 
-    live = run_json(capsys, "report", "--uri", uri)
-    replayed = run_json(capsys, "report", "--snapshot", str(snapshot))
+    live = run_json(capsys, "host", "--uri", uri)
+    replayed = run_json(capsys, "host", "--snapshot", str(snapshot))
 
     assert replayed["uri_reason"] == f"replaying snapshot {snapshot}"
     assert without_origin(replayed) == without_origin(live)
@@ -60,8 +60,8 @@ def test_tree_replays_exactly(uri, tmp_path, capsys):
         return [(p["name"], p["inventories"], p["traits"])
                 for p in document["providers"]]
 
-    live = run_json(capsys, "tree", "--uri", uri)
-    replayed = run_json(capsys, "tree", "--snapshot", str(snapshot))
+    live = run_json(capsys, "report", "--uri", uri)
+    replayed = run_json(capsys, "report", "--snapshot", str(snapshot))
     assert shape(replayed) == shape(live)
     assert len(live["providers"]) >= 2  # root and at least one NUMA cell
 
@@ -73,6 +73,6 @@ def test_refusals_replay_as_refusals(tmp_path, capsys):
     manifest = json.loads((snapshot / "manifest.json").read_text())
     (refused,) = manifest["domain_capabilities"]
     assert refused["error"]["code"] == 3  # VIR_ERR_NO_SUPPORT
-    replayed = run_json(capsys, "report", "--snapshot", str(snapshot))
+    replayed = run_json(capsys, "host", "--snapshot", str(snapshot))
     assert replayed["domain"]["unknown"] is True
     assert replayed["domain"]["error_name"] == "VIR_ERR_NO_SUPPORT"

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.real
 
 
 def test_json_report_of_test_driver(capsys):
-    status = cli.main(["report", "--uri", TEST_URI, "--format", "json"])
+    status = cli.main(["host", "--uri", TEST_URI, "--format", "json"])
 
     data = json.loads(capsys.readouterr().out)
     assert status == 0
@@ -31,7 +31,7 @@ def test_json_report_of_test_driver(capsys):
 
 
 def test_text_report_of_test_driver(capsys):
-    status = cli.main(["report", "--uri", TEST_URI])
+    status = cli.main(["host", "--uri", TEST_URI])
 
     out = capsys.readouterr().out
     assert status == 0
@@ -72,7 +72,7 @@ def test_without_daemon_or_qemu_the_choice_is_the_test_driver(monkeypatch):
 
 
 def test_bad_uri_exits_2_naming_it(capsys):
-    status = cli.main(["report", "--uri", "nosuchdriver:///x"])
+    status = cli.main(["host", "--uri", "nosuchdriver:///x"])
 
     err = capsys.readouterr().err
     assert status == cli.EXIT_FAILURE
