@@ -1,0 +1,206 @@
+"""The trait ledger: which traits the tracker set on which provider.
+
+Per provider uuid, the owned traits present after the tracker's last
+successful update of it.  A provider listed (even with no traits) is one
+this tracker manages; that is how :meth:`ResourceTracker.update_all` knows
+which roots of vanished nodes are its own to remove.
+
+The ledger lives in ``<state dir>/ledger-<driver>.json`` (see
+:func:`ledger_path`), a JSON document with a format/version header::
+
+    {"format": "virtdriver-trait-ledger", "version": 1,
+     "providers": {"<uuid>": ["COMPUTE_NODE", ...]}}
+
+It is written atomically (temporary file in the same directory, fsync,
+``os.replace``), so a crash leaves the old or the new ledger, never half of
+one.  A ledger that cannot be read is a :class:`LedgerError`; deleting the
+file is always safe (``docs/resource-tracker.md``, "Recovery").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import re
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
+
+FORMAT = "virtdriver-trait-ledger"
+VERSION = 1
+_DRIVER_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+_RECOVERY = ("delete {path}; the next update rebuilds it from the driver's "
+             "owned names — nothing foreign is lost")
+
+
+class LedgerError(ValueError):
+    """The ledger file cannot be read or written.
+
+    The message names the file, what is wrong and what to do.
+
+    Attributes:
+        path: the ledger file.
+    """
+
+    def __init__(self, path: pathlib.Path, problem: str,
+                 remedy: str | None = None) -> None:
+        self.path = path
+        remedy = remedy or _RECOVERY.format(path=path)
+        super().__init__(f"trait ledger {path}: {problem}; {remedy}")
+
+
+def ledger_path(state_dir: pathlib.Path | str, driver_name: str
+                ) -> pathlib.Path:
+    """``<state_dir>/ledger-<driver_name>.json``.
+
+    Raises:
+        ValueError: ``driver_name`` is not made of letters, digits, ``_``,
+            ``.`` and ``-`` (it becomes part of a file name).
+    """
+    if not _DRIVER_NAME.fullmatch(driver_name):
+        raise ValueError(
+            f"driver name {driver_name!r} cannot name a ledger file; use "
+            "letters, digits, '_', '.' and '-' only")
+    return pathlib.Path(state_dir) / f"ledger-{driver_name}.json"
+
+
+class Ledger(Mapping[str, frozenset[str]]):
+    """An immutable map: provider uuid → traits the tracker set there.
+
+    Change it with :meth:`updated`, which returns a new ledger, so a
+    tracker can keep the old one until the new one is safely saved.
+    """
+
+    def __init__(self, entries: Mapping[str, Iterable[str]] | None = None
+                 ) -> None:
+        self._entries = MappingProxyType(
+            {uuid: frozenset(traits)
+             for uuid, traits in (entries or {}).items()})
+
+    def __getitem__(self, uuid: str) -> frozenset[str]:
+        return self._entries[uuid]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"Ledger({dict(self._entries)!r})"
+
+    def traits(self, uuid: str) -> frozenset[str]:
+        """The traits recorded for ``uuid`` (empty if none)."""
+        return self._entries.get(uuid, frozenset())
+
+    def updated(self, changes: Mapping[str, frozenset[str] | None]
+                ) -> Ledger:
+        """A new ledger with ``changes`` applied (``None`` forgets)."""
+        entries = dict(self._entries)
+        for uuid, traits in changes.items():
+            if traits is None:
+                entries.pop(uuid, None)
+            else:
+                entries[uuid] = traits
+        return Ledger(entries)
+
+    # -- the file -------------------------------------------------------------
+
+    def to_json(self) -> dict:
+        """The document :meth:`save` writes (providers and traits sorted)."""
+        return {"format": FORMAT, "version": VERSION,
+                "providers": {uuid: sorted(self._entries[uuid])
+                              for uuid in sorted(self._entries)}}
+
+    @classmethod
+    def load(cls, path: pathlib.Path | str) -> Ledger:
+        """Read the ledger at ``path``; a missing file is an empty ledger.
+
+        Raises:
+            LedgerError: unreadable, not JSON, or not a ledger document.
+        """
+        path = pathlib.Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return cls()
+        except UnicodeDecodeError as exc:
+            raise LedgerError(path, f"not UTF-8 text ({exc})") from None
+        except OSError as exc:
+            raise LedgerError(path, f"cannot read it ({exc})", (
+                "make it and its directory readable, or use another state "
+                "directory")) from None
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise LedgerError(path, f"not valid JSON (line {exc.lineno}, "
+                              f"column {exc.colno}: {exc.msg})") from None
+        return cls(_entries(path, document))
+
+    def save(self, path: pathlib.Path | str) -> None:
+        """Write the ledger to ``path`` atomically (parent dirs created).
+
+        Raises:
+            LedgerError: the file or its directory cannot be written; the
+                old file, if any, is left as it was.
+        """
+        path = pathlib.Path(path)
+        text = json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n"
+        remedy = ("the old ledger is unchanged; make the state directory "
+                  "writable (permissions, free space) or use another one")
+        temp = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(prefix=f".{path.name}.",
+                                        dir=path.parent)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, path)
+            temp = None
+            _fsync_dir(path.parent)
+        except OSError as exc:
+            raise LedgerError(path, f"cannot write it ({exc})",
+                              remedy) from None
+        finally:
+            if temp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+
+
+def _entries(path: pathlib.Path, document: object
+             ) -> dict[str, frozenset[str]]:
+    """The providers of a ledger document, checked."""
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise LedgerError(path, f"not a trait ledger (no \"format\": "
+                          f"\"{FORMAT}\" header)")
+    version = document.get("version")
+    if version != VERSION:
+        raise LedgerError(path, f"version {version!r} is not {VERSION}, the "
+                          "only version this virtdriver reads")
+    providers = document.get("providers")
+    if not isinstance(providers, dict):
+        raise LedgerError(path, "\"providers\" is not an object of provider "
+                          "uuid -> list of traits")
+    entries = {}
+    for uuid, traits in providers.items():
+        if not (isinstance(traits, list)
+                and all(isinstance(t, str) for t in traits)):
+            raise LedgerError(path, f"providers.{uuid} is not a list of "
+                              "trait names")
+        entries[uuid] = frozenset(traits)
+    return entries
+
+
+def _fsync_dir(directory: pathlib.Path) -> None:
+    """Make a rename in ``directory`` durable (where the OS allows it)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
