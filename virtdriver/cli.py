@@ -6,6 +6,7 @@ import argparse
 import socket
 import pathlib
 import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
@@ -33,7 +34,7 @@ from virtdriver import fakelibvirt
 from virtdriver.fakelibvirt.snapshot import (
     SnapshotError, read_snapshot, write_snapshot)
 from virtdriver.fakelibvirt.swap import use_fakelibvirt
-from virtdriver.resource_tracker.provider_tree import ProviderTree
+from virtdriver.resource_tracker.tracker import ResourceTracker
 from virtdriver.drivers.loader import available_drivers, load_driver
 
 #: Exit status for input the user or the host got wrong (bad XML, no libvirt).
@@ -276,9 +277,12 @@ def run_report(args: argparse.Namespace, conf, out: TextIO | None = None,
     try:
         driver = load_driver(args.driver, **kwargs)
         driver.init_host(socket.gethostname())
-        tree = ProviderTree()
-        for node in driver.get_available_nodes():
-            driver.update_provider_tree(tree, node)
+        # A report starts from an empty tree: no ledger worth keeping.
+        with tempfile.TemporaryDirectory() as scratch:
+            tracker = ResourceTracker(driver, state_dir=pathlib.Path(scratch),
+                                      driver_name=args.driver)
+            tracker.update_all()
+        tree = tracker.tree
     except DriverError as exc:
         print(f"virtdriver: {exc}", file=err)
         return EXIT_FAILURE

@@ -8,6 +8,7 @@ import logging
 import os_traits
 import pytest
 
+from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.drivers.base import DriverError, NodeNotFoundError
 from virtdriver.drivers.fake import FakeDriver
 from virtdriver.drivers.ironic import IronicDriver
@@ -19,12 +20,22 @@ from virtdriver.resource_tracker.tracker import (
 NODE = "fake-numa2-ht"
 FOREIGN = os_traits.COMPUTE_STATUS_DISABLED      # Nova's, not the driver's
 UNSUPPORTED = os_traits.HW_CPU_X86_AVX512F       # owned; not on the root
-STALE = "CUSTOM_DEV_VENDORID_10DE"               # owned by prefix CUSTOM_
+STALE = "CUSTOM_DEV_VENDORID_10DE"               # owned by prefix
 GOLD = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
 SILVER = "2c5e9a51-7f0e-4e55-9a43-0d3b2f7e8a10"
 
 
-def driver(preset="numa2-ht", cls=FakeDriver):
+class FakeWithDevicesDriver(FakeDriver):
+    """A fake that owns dynamic device traits (CUSTOM_DEV_VENDORID_*), as a
+    driver with PCI children would, and reports none right now."""
+
+    @property
+    def ownership(self) -> Ownership:
+        return super().ownership.union(
+            Ownership(prefixes=("CUSTOM_DEV_VENDORID_",)))
+
+
+def driver(preset="numa2-ht", cls=FakeWithDevicesDriver):
     found = cls(preset)
     found.init_host("compute-1")
     return found
@@ -45,7 +56,7 @@ def test_first_update_creates_root_and_numa_children(tracker):
     assert len(result.diff.created) == 3 and result.drift.empty
     assert tracker.ledger[root.uuid] == root.traits
     assert tracker.ledger_path == tracker.ledger_path.parent / \
-        "ledger-fake.json"
+        "ledger-fakewithdevices.json"
     assert tracker.ledger_path.is_file()
 
 
@@ -103,7 +114,7 @@ def test_ledger_survives_restart_and_drift_is_still_detected(tmp_path):
 
 
 def test_corrupt_ledger_is_a_clear_error(tmp_path):
-    path = tmp_path / "ledger-fake.json"
+    path = tmp_path / "ledger-fakewithdevices.json"
     path.write_text("{truncated")
     with pytest.raises(LedgerError) as info:
         ResourceTracker(driver(), state_dir=tmp_path)

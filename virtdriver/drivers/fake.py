@@ -44,8 +44,6 @@ FAKE_CAPABILITIES = MappingProxyType({
     "supports_multiattach": True, "supports_image_type_raw": True,
     "supports_image_type_qcow2": True,
 })
-#: Prefix of custom traits fake hosts may declare and the driver owns.
-EXTRA_TRAIT_PREFIX = "CUSTOM_"
 
 
 class FakeDriver(ComputeDriver):
@@ -70,9 +68,10 @@ class FakeDriver(ComputeDriver):
 
     @property
     def ownership(self) -> Ownership:
-        """The families' traits, plus every custom trait (extra traits)."""
-        return Ownership.of(FAKE_FAMILIES).union(
-            Ownership(frozenset(), (EXTRA_TRAIT_PREFIX,)))
+        """The families' traits, plus the description's extra traits (owned
+        while the description lists them; others' traits never are)."""
+        extra = self._spec.traits if self._spec is not None else frozenset()
+        return Ownership.of(FAKE_FAMILIES).union(Ownership(extra))
 
     def init_host(self, host: str) -> None:
         """Read and validate the description and the options."""
