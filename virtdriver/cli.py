@@ -8,7 +8,7 @@ import pathlib
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 import libvirt
 
@@ -27,7 +27,7 @@ from virtdriver.drivers.libvirt.connection import (
 from virtdriver.drivers.libvirt.cpu_map_loader import (
     DEFAULT_CPU_MAP_DIR, load_cpu_map)
 from virtdriver.drivers.libvirt.host import (
-    CapabilitySource, HostReading, read_host)
+    CapabilitySource, read_host)
 from virtdriver.drivers.libvirt.recorder import record_host
 from virtdriver.drivers.libvirt.traits import trait_report
 from virtdriver import fakelibvirt
@@ -40,6 +40,7 @@ from virtdriver.drivers.loader import available_drivers, load_driver
 #: Exit status for input the user or the host got wrong (bad XML, no libvirt).
 EXIT_FAILURE = 2
 
+T = TypeVar("T")
 Opener = Callable[[str | None], tuple[CapabilitySource, URIChoice]]
 
 
@@ -233,23 +234,11 @@ def run_snapshot(args: argparse.Namespace, config: TraitConfig, *,
     """Record the host into ``args.output``."""
     out = out or sys.stdout
     err = err or sys.stderr
-    try:
-        conn, choice = opener(args.uri)
-    except LibvirtConnectionError as exc:
-        print(f"virtdriver: {exc}", file=err)
-        return EXIT_FAILURE
-    try:
-        documents = record_host(conn, choice.uri, config)
-    except CapabilityXMLError as exc:
-        print(f"virtdriver: libvirt capability XML not usable: {exc}",
-              file=err)
-        return EXIT_FAILURE
-    except libvirt.libvirtError as exc:
-        print(f"virtdriver: cannot read capabilities from {choice.uri}: "
-              f"{exc.get_error_message() or exc}", file=err)
-        return EXIT_FAILURE
-    finally:
-        conn.close()
+    recorded = _read(args.uri, opener, err,
+                     lambda conn, uri: record_host(conn, uri, config))
+    if isinstance(recorded, int):
+        return recorded
+    documents, choice = recorded
     manifest = write_snapshot(args.output, documents, choice.uri)
     out.write(f"recorded {choice.uri} ({choice.reason}) into {manifest.parent}:"
               f" host capabilities, {len(documents.domain_capabilities)} "
@@ -330,7 +319,8 @@ def run_command(args: argparse.Namespace, config: TraitConfig, *,
     """Read the host (via ``opener``), derive traits, print the answer."""
     out = out or sys.stdout
     err = err or sys.stderr
-    reading = _read(args.uri, config, opener, err)
+    reading = _read(args.uri, opener, err,
+                    lambda conn, uri: read_host(conn, uri, config))
     if isinstance(reading, int):
         return reading
     reading, choice = reading
@@ -350,15 +340,18 @@ def run_command(args: argparse.Namespace, config: TraitConfig, *,
     return 0
 
 
-def _read(uri: str | None, config: TraitConfig, opener: Opener,
-          err: TextIO) -> tuple[HostReading, URIChoice] | int:
+def _read(uri: str | None, opener: Opener, err: TextIO,
+          read: Callable[[CapabilitySource, str], T]
+          ) -> tuple[T, URIChoice] | int:
+    """Open ``uri`` and ``read(conn, uri)``; an exit status on failure
+    (the message on ``err`` says what went wrong and what to do)."""
     try:
         conn, choice = opener(uri)
     except LibvirtConnectionError as exc:
         print(f"virtdriver: {exc}", file=err)
         return EXIT_FAILURE
     try:
-        return read_host(conn, choice.uri, config), choice
+        return read(conn, choice.uri), choice
     except CapabilityXMLError as exc:
         print(f"virtdriver: libvirt capability XML not usable: {exc}",
               file=err)
