@@ -16,6 +16,8 @@ from virtdriver import render
 from virtdriver.capabilities import CapabilityXMLError
 from virtdriver.capabilities.traits.config import CPU_MODES, TraitConfig
 from virtdriver.capabilities.traits.explain import explain
+from virtdriver.conf.overrides import (
+    override_guest_options, override_pinning_options)
 from virtdriver.drivers.base import DriverError
 from virtdriver.conf import (
     ConfigError, make_conf, parse_machine_types, trait_config)
@@ -220,8 +222,8 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
                      opener: Opener) -> int:
     """``report``, ``explain``, ``tree`` or ``snapshot`` on one host."""
     if args.command == "report":
-        override_conf(conf, config)
-        override_pinning(conf, args)
+        override_guest_options(conf, config)
+        override_pinning_options(conf, vars(args))
         return run_report(args, conf)
     if args.command == "snapshot":
         return run_snapshot(args, config, opener=opener)
@@ -283,28 +285,6 @@ def run_report(args: argparse.Namespace, conf, out: TextIO | None = None,
                           f"  why: {facts.get('uri_reason', '')}\n\n")
     out.write(render.render_tree(tree, args.format))
     return 0
-
-
-def override_conf(conf, config: TraitConfig) -> None:
-    """Write the CLI's guest options over the config file's values."""
-    values = {"virt_type": config.virt_type, "cpu_mode": config.cpu_mode,
-              "cpu_models": list(config.cpu_models),
-              "cpu_model_extra_flags": list(config.cpu_model_extra_flags),
-              "hw_machine_type": [f"{a}={m}"
-                                  for a, m in config.machine_types]}
-    for name, value in values.items():
-        conf.set_override(name, value, group="libvirt")
-    conf.set_override("image_type_exclude_list",
-                      list(config.image_type_exclude_list), group="compute")
-
-
-def override_pinning(conf, args: argparse.Namespace) -> None:
-    """Write the CLI's host-resource options over the config file's."""
-    for name in ("cpu_dedicated_set", "cpu_shared_set",
-                 "reserved_host_memory_mb", "reserved_huge_pages"):
-        value = getattr(args, name)
-        if value is not None:
-            conf.set_override(name, value, group="compute")
 
 
 def run_drivers(fmt: str, out: TextIO | None = None) -> int:
