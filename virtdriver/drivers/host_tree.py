@@ -25,7 +25,7 @@ touched.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
@@ -146,10 +146,3 @@ def _remove_stale_cells(tree: Any, nodename: str, wanted: set[str]) -> None:
         if (data.parent_uuid == root_uuid and data.name.startswith(prefix)
                 and data.name not in wanted):
             tree.remove(uuid)
-
-
-def inventory_summary(tree: Any, nodename: str) -> Mapping[str, Any]:
-    """Per provider: inventory totals, for reports and tests."""
-    return {tree.data(uuid).name: {rc: inv.total for rc, inv in
-                                   tree.data(uuid).inventory.items()}
-            for uuid in tree.get_provider_uuids(nodename)}
