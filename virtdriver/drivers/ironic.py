@@ -158,8 +158,9 @@ class IronicDriver(ComputeDriver):
         if inventory_path is None or not str(inventory_path):
             raise DriverError(
                 "ironic driver: no node inventory file; pass "
-                "inventory_path='/etc/virtdriver/nodes.yaml' (JSON or YAML, "
-                "see docs/ironic-driver.md)")
+                "inventory_path='/etc/virtdriver/nodes.yaml' (on the command "
+                "line: --inventory FILE), JSON or YAML, see "
+                "docs/ironic-driver.md")
         self._path = pathlib.Path(inventory_path)
         self._capability_results = _capability_results(
             _image_type_exclude_list(conf))
