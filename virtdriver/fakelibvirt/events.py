@@ -3,8 +3,8 @@
 Code written for libvirt registers the default event implementation
 before opening a connection and runs ``virEventRunDefaultImpl()`` forever
 in a thread.  fakelibvirt has no file descriptors or timers to serve: its
-close callbacks run on the thread that drops the connection.  So the
-registration is recorded and one iteration just waits (without spinning)
+close callbacks run on the thread that drops the connection.  So
+registering does nothing and one iteration just waits (without spinning)
 until :func:`wake` or a short timeout, then returns 0 as libvirt does.
 """
 
@@ -16,12 +16,10 @@ import threading
 ITERATION_SECONDS = 0.5
 
 _wakeup = threading.Event()
-_registered = threading.Event()
 
 
 def virEventRegisterDefaultImpl() -> int:  # noqa: N802 - libvirt's name
-    """Register the default event loop (idempotent); returns 0."""
-    _registered.set()
+    """Register the default event loop: nothing to do here; returns 0."""
     return 0
 
 
@@ -31,11 +29,6 @@ def virEventRunDefaultImpl() -> int:  # noqa: N802 - libvirt's name
     _wakeup.wait(ITERATION_SECONDS)
     _wakeup.clear()
     return 0
-
-
-def is_registered() -> bool:
-    """Whether :func:`virEventRegisterDefaultImpl` was called."""
-    return _registered.is_set()
 
 
 def wake() -> None:

@@ -50,13 +50,6 @@ class Explanation:
                 "evidence": [evidence_json(e) for e in self.evidence]}
 
 
-_MEANING = {
-    "asserted": "set on this host",
-    "unasserted": "owned, and removed from this host",
-    "unknown": "owned, but its source could not be read; left as it is",
-}
-
-
 def explain(trait: str, report: TraitReport) -> Explanation:
     """Explain ``trait`` against ``report`` (see :class:`Explanation`)."""
     result = report.results.get(trait)
@@ -86,8 +79,3 @@ def explain(trait: str, report: TraitReport) -> Explanation:
     return Explanation(trait, NOT_OURS, f"{trait}: not ours — {kind} this "
                        "driver neither sets nor removes; whoever set it "
                        "keeps it")
-
-
-def meaning(status: str) -> str:
-    """A short gloss of a status, for legends."""
-    return _MEANING.get(status, status)
