@@ -244,6 +244,7 @@ def test_unknown_node_changes_nothing(tracker):
 def test_unsaveable_ledger_undoes_the_update(tracker, monkeypatch):
     tracker.update_available_resource(NODE)
     tracker.tree.remove(f"{NODE}_NUMA1")
+    tracker.ledger_path.unlink()       # so this update must write one
     before = tracker.tree.to_json()
 
     def full(*args):
@@ -253,6 +254,7 @@ def test_unsaveable_ledger_undoes_the_update(tracker, monkeypatch):
     with pytest.raises(LedgerError, match="cannot write it"):
         tracker.update_available_resource(NODE)
     assert tracker.tree.to_json() == before
+    assert not tracker.ledger_path.exists()
 
 
 def ironic_driver(path, *nodes):
@@ -262,20 +264,47 @@ def ironic_driver(path, *nodes):
     return found
 
 
-def test_ironic_restart_removes_stale_trait_found_by_ledger(tmp_path):
-    """After a restart the driver forgot what it set; the ledger did not."""
-    path = tmp_path / "nodes.json"
+def ironic_nodes():
     gold = {"uuid": GOLD, "name": "rack1-u07", "resource_class": "gold",
             "traits": ["CUSTOM_RAID5"]}
-    silver = {**gold, "uuid": SILVER, "name": "rack2-u01"}
-    first = ResourceTracker(ironic_driver(path, gold, silver),
-                            state_dir=tmp_path)
-    first.update_all()
-    first.tree.add_traits(GOLD, "CUSTOM_RACK_7")
-    restarted = ironic_driver(path, {**gold, "traits": []}, silver)
-    second = ResourceTracker(restarted, state_dir=tmp_path, tree=first.tree)
-    result = second.update_available_resource("rack1-u07")   # name alias
-    assert second.tree.data(GOLD).traits >= {"CUSTOM_RACK_7"}
-    assert "CUSTOM_RAID5" not in second.tree.data(GOLD).traits
-    assert "CUSTOM_RAID5" in second.tree.data(SILVER).traits
+    return gold, {**gold, "uuid": SILVER, "name": "rack2-u01"}
+
+
+def test_ironic_trait_dropped_from_inspection_data_is_removed(tmp_path):
+    """In one process the driver remembers what it set, and removes it."""
+    path = tmp_path / "nodes.json"
+    gold, silver = ironic_nodes()
+    tracker = ResourceTracker(ironic_driver(path, gold, silver),
+                              state_dir=tmp_path)
+    tracker.update_all()
+    path.write_text(json.dumps({"nodes": [{**gold, "traits": []}, silver]}))
+    result = tracker.update_available_resource("rack1-u07")   # name alias
+    assert "CUSTOM_RAID5" not in tracker.tree.data(GOLD).traits
+    assert "CUSTOM_RAID5" in tracker.tree.data(SILVER).traits
     assert result.diff.get(GOLD).traits_removed == {"CUSTOM_RAID5"}
+
+
+def test_ironic_ledger_is_trusted_only_within_the_nodes_ownership(
+        tmp_path, caplog):
+    """After a restart (or a tampered ledger), a ledger entry on node A is
+    not trusted just because node B's data names the same trait: the trait
+    might be an operator's, so it stays (do less, never more)."""
+    path = tmp_path / "nodes.json"
+    gold, silver = ironic_nodes()
+    first = ResourceTracker(ironic_driver(path, {**gold, "traits": []},
+                                          silver), state_dir=tmp_path)
+    first.update_all()
+    first.tree.add_traits(GOLD, "CUSTOM_RAID5", "CUSTOM_RACK_7")  # by hand
+    document = json.loads(first.ledger_path.read_text())
+    document["providers"][GOLD].append("CUSTOM_RAID5")            # tampered
+    first.ledger_path.write_text(json.dumps(document))
+    second = ResourceTracker(ironic_driver(path, {**gold, "traits": []},
+                                           silver),
+                             state_dir=tmp_path, tree=first.tree)
+    with caplog.at_level(logging.WARNING):
+        result = second.update_available_resource(GOLD)
+    assert {"CUSTOM_RAID5", "CUSTOM_RACK_7"} <= second.tree.data(GOLD).traits
+    assert not result.diff
+    assert "ledger lists CUSTOM_RAID5, which the driver does not own on " \
+        "this node" in caplog.text
+    assert "CUSTOM_RAID5" not in second.ledger[GOLD]

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.ownership import Ownership
+from virtdriver.drivers.identity import root_uuid
 
 
 class DriverError(Exception):
@@ -229,6 +230,47 @@ class ComputeDriver(abc.ABC):
         node's ownership.
         """
         return self.ownership
+
+    #: The :func:`~virtdriver.drivers.identity.root_uuid` scheme this
+    #: driver derives its nodes' root uuids with (``"compute-node"`` for
+    #: libvirt), or ``None`` when node uuids come from elsewhere (a
+    #: bare-metal node's own uuid).
+    root_uuid_kind: str | None = None
+
+    def recognizes_root(self, name: str, uuid: str) -> bool:
+        """Whether a root provider ``name`` / ``uuid`` is one this driver
+        would create for a node of that name — also for a node it no
+        longer has, which is how the tracker proves a gone node's root is
+        its own (``docs/resource-tracker.md``).  The default compares
+        ``uuid`` with :attr:`root_uuid_kind`'s derivation; without one,
+        nothing is recognised (such roots are removed only by the tracker
+        that saw the driver create them)."""
+        kind = self.root_uuid_kind
+        return kind is not None and root_uuid(kind, name) == uuid
+
+    # -- transactions ---------------------------------------------------------
+
+    def begin_update(self) -> object:
+        """Open a transaction over the driver's own memory; return a token.
+
+        The tracker calls it before an update and then exactly one of
+        :meth:`commit_update` (the tree and the ledger were saved) or
+        :meth:`rollback_update` (the update failed and the tree was put
+        back).  Transactions nest.  A driver that remembers what it set
+        (so it can remove it later) changes that memory only inside a
+        transaction, undoably (:class:`virtdriver.drivers.undo.UndoLog`);
+        a stateless driver keeps the defaults, which do nothing.
+        """
+        return None
+
+    def commit_update(self, token: object) -> None:
+        """Keep what the driver remembered since :meth:`begin_update`."""
+        return None
+
+    def rollback_update(self, token: object) -> None:
+        """Forget what the driver remembered since :meth:`begin_update`:
+        its memory is as it was then."""
+        return None
 
     def require_node(self, nodename: str) -> None:
         """Raise :class:`NodeNotFoundError` unless ``nodename`` is ours."""

@@ -39,6 +39,7 @@ from virtdriver.capabilities.traits.host_traits import (
     NUMA, numa_cell_result)
 from virtdriver.capabilities.traits.model import TraitResult
 from virtdriver.drivers.host_resources import CellResources, HostResources
+from virtdriver.drivers.identity import child_uuid, is_derived_child
 
 #: Families whose traits belong on the providers that hold CPUs.
 CPU_FAMILIES = frozenset({"cpu features"})
@@ -128,7 +129,8 @@ def publish_host(tree: Any, nodename: str, *, host: HostCapabilities,
     cells_by_id = {cell.id: cell for cell in host.cells}
     for name, cell in wanted_cells.items():
         if not tree.exists(name):
-            tree.new_child(name, nodename)
+            tree.new_child(name, nodename,
+                           child_uuid(tree.data(nodename).uuid, name))
         tree.update_inventory(name, cell_inventory((cell,), cpu_ratio,
                                                    ram_ratio))
         numa_root = numa_cell_result(host, cells_by_id[cell.cell_id])
@@ -139,10 +141,14 @@ def publish_host(tree: Any, nodename: str, *, host: HostCapabilities,
 
 
 def _remove_stale_cells(tree: Any, nodename: str, wanted: set[str]) -> None:
+    """Remove cell children no longer wanted: only those this module
+    made (their uuid is derived from the root's and their name), never a
+    provider someone else put under the root."""
     root_uuid = tree.data(nodename).uuid
     prefix = f"{nodename}_NUMA"
     for uuid in tree.get_provider_uuids(nodename):
         data = tree.data(uuid)
         if (data.parent_uuid == root_uuid and data.name.startswith(prefix)
-                and data.name not in wanted):
+                and data.name not in wanted
+                and is_derived_child(uuid, data.name, root_uuid)):
             tree.remove(uuid)

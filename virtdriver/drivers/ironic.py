@@ -32,7 +32,6 @@ touching the tree (fail safe: a failed read removes nothing).
 
 from __future__ import annotations
 
-import collections
 import os
 import pathlib
 import threading
@@ -56,6 +55,7 @@ from virtdriver.drivers.base import (
     ProviderTreeLike)
 from virtdriver.drivers.ironic_inventory import (
     BareMetalNode, InventoryError, load_inventory)
+from virtdriver.drivers.undo import UndoLog
 
 #: What bare metal can do, as Nova's ironic driver declares it.  Every
 #: ``supports_*`` name of :data:`capability_flags.CAPABILITY_TRAITS` is
@@ -167,10 +167,13 @@ class IronicDriver(ComputeDriver):
         self._lock = threading.RLock()
         self._inventory: _Inventory | None = None
         self._failed: tuple[_Signature, str] | None = None
-        # node uuid -> inspection traits this driver asserted last update.
+        # node uuid -> inspection traits this driver asserted last update;
+        # changed only undoably (self._undo), see begin_update().
         self._set_before: dict[str, frozenset[str]] = {}
-        # trait -> number of nodes owning it (managed now or set before).
-        self._owners: collections.Counter[str] = collections.Counter()
+        self._undo = UndoLog()
+        # (inventory, memory version) -> the union ownership, computed once.
+        self._memory_version = 0
+        self._union: tuple[object, int, Ownership] | None = None
 
     # --- the contract ----------------------------------------------------
 
@@ -184,7 +187,19 @@ class IronicDriver(ComputeDriver):
         with this: a trait one node manages is foreign on the others.
         """
         with self._lock:
-            return Ownership(CAPABILITY_TRAITS | frozenset(self._owners))
+            inventory = self._inventory
+            cached = self._union
+            if (cached is not None and cached[0] is inventory
+                    and cached[1] == self._memory_version):
+                return cached[2]
+            names = set(CAPABILITY_TRAITS)
+            for node in (inventory.by_uuid.values() if inventory else ()):
+                names |= node.managed_traits
+            for traits in self._set_before.values():
+                names |= traits
+            union = Ownership(frozenset(names))
+            self._union = (inventory, self._memory_version, union)
+            return union
 
     def ownership_for(self, nodename: str) -> Ownership:
         """What the driver owns on ``nodename``'s provider: the capability
@@ -198,6 +213,22 @@ class IronicDriver(ComputeDriver):
             node = self._node(nodename)
             return Ownership(CAPABILITY_TRAITS | node.managed_traits
                              | self._set_before.get(node.uuid, frozenset()))
+
+    def begin_update(self) -> int:
+        """Open a transaction over what the driver remembers it set."""
+        with self._lock:
+            return self._undo.begin()
+
+    def commit_update(self, token: object) -> None:
+        """Keep what the driver learnt or forgot since ``token``."""
+        with self._lock:
+            self._undo.commit(token)
+
+    def rollback_update(self, token: object) -> None:
+        """Remember again exactly what the driver had set at ``token``."""
+        with self._lock:
+            self._undo.rollback(token)
+            self._memory_version += 1
 
     def init_host(self, host: str) -> None:
         """Read the inventory (``host``, the conductor, is not needed).
@@ -317,13 +348,8 @@ class IronicDriver(ComputeDriver):
                  signature: _Signature) -> None:
         by_uuid = {node.uuid: node for node in nodes}
         by_name = {node.name: node.uuid for node in by_uuid.values()}
-        self._set_before = {uuid: traits for uuid, traits
-                            in self._set_before.items() if uuid in by_uuid}
-        owners: collections.Counter[str] = collections.Counter()
-        for node in by_uuid.values():
-            owners.update(node.managed_traits
-                          | self._set_before.get(node.uuid, frozenset()))
-        self._owners = owners
+        for uuid in [u for u in self._set_before if u not in by_uuid]:
+            self._set_memory(uuid, frozenset())
         self._inventory = _Inventory(
             MappingProxyType(by_uuid), MappingProxyType(by_name),
             tuple(sorted(by_uuid)), signature)
@@ -365,22 +391,28 @@ class IronicDriver(ComputeDriver):
         return TraitReport(results, Ownership(frozenset(results)))
 
     def _remember(self, node: BareMetalNode) -> None:
-        """Record that ``node``'s asserted traits are what the driver set.
+        """Record that ``node``'s asserted traits are what the driver set
+        (stale traits were removed by this update: the node stops owning
+        them)."""
+        self._set_memory(node.uuid, node.asserted_traits)
 
-        Stale traits were removed by this update, so the node stops owning
-        them: their owner counts drop by one.
-        """
-        before = self._set_before.get(node.uuid, frozenset())
-        if before == node.asserted_traits:
+    def _set_memory(self, uuid: str, traits: frozenset[str]) -> None:
+        """Remember ``traits`` as set on node ``uuid``, undoably."""
+        before = self._set_before.get(uuid)
+        if before == traits or (before is None and not traits):
             return
-        for trait in before - node.managed_traits:
-            self._owners[trait] -= 1
-            if self._owners[trait] <= 0:
-                del self._owners[trait]
-        if node.asserted_traits:
-            self._set_before[node.uuid] = node.asserted_traits
+        if traits:
+            self._set_before[uuid] = traits
         else:
-            self._set_before.pop(node.uuid, None)
+            del self._set_before[uuid]
+        self._memory_version += 1
+        self._undo.record(lambda: self._put_memory(uuid, before))
+
+    def _put_memory(self, uuid: str, traits: frozenset[str] | None) -> None:
+        if traits is None:
+            self._set_before.pop(uuid, None)
+        else:
+            self._set_before[uuid] = traits
 
 
 def node_inventory(node: BareMetalNode) -> dict[str, dict[str, Any]]:

@@ -2,8 +2,10 @@
 
 Per provider uuid, the owned traits present after the tracker's last
 successful update of it.  A provider listed (even with no traits) is one
-this tracker manages; that is how :meth:`ResourceTracker.update_all` knows
-which roots of vanished nodes are its own to remove.
+this tracker managed.  The ledger is a record, never a proof: its entries
+are trusted only within the ownership of the provider's node, and a gone
+node's providers are removed only when more than the ledger shows they are
+the tracker's (``docs/resource-tracker.md``).
 
 The ledger lives in ``<state dir>/ledger-<driver>.json`` (see
 :func:`ledger_path`), a JSON document with a format/version header::
@@ -169,6 +171,55 @@ class Ledger(Mapping[str, frozenset[str]]):
             if temp is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(temp)
+
+
+class LedgerFile:
+    """One ledger file, shared by every process using its state directory.
+
+    :meth:`read` returns the ledger as the file has it now, parsing it
+    again only when the file changed (another process saved it);
+    :meth:`save` writes a new one if it differs.  Call both under the state
+    directory's lock (the tracker does), so load, modify and save are one
+    step no other process can split.
+    """
+
+    def __init__(self, state_dir: pathlib.Path | str, driver_name: str
+                 ) -> None:
+        self.path = ledger_path(state_dir, driver_name)
+        self.ledger = Ledger()
+        self._signature: tuple[int, ...] | None = None
+
+    def read(self) -> Ledger:
+        """The ledger as on disk now (a missing file: empty).
+
+        Raises:
+            LedgerError: the file cannot be read or is not a ledger.
+        """
+        signature = self._stat()
+        if signature is None or signature != self._signature:
+            self.ledger = Ledger.load(self.path)
+            self._signature = signature
+        return self.ledger
+
+    def save(self, ledger: Ledger) -> None:
+        """Write ``ledger`` if it differs from the file's (or there is no
+        file yet).
+
+        Raises:
+            LedgerError: it cannot be written; the file is unchanged.
+        """
+        if ledger != self.ledger or self._stat() is None:
+            ledger.save(self.path)
+            self._signature = self._stat()
+        self.ledger = ledger
+
+    def _stat(self) -> tuple[int, ...] | None:
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return None
+        return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns,
+                stat.st_ctime_ns)
 
 
 def _entries(path: pathlib.Path, document: object

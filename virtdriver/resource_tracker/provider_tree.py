@@ -23,6 +23,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from uuid import uuid4
 
+from virtdriver.drivers.identity import child_uuid
 from virtdriver.resource_tracker import tree_json
 from virtdriver.resource_tracker.errors import (
     InvalidProvider, ProviderExists, ProviderNotFound, ProviderTreeError,
@@ -68,7 +69,26 @@ class ProviderTree(TreeReader):
         """The tree as it is now, frozen; O(1) (copy-on-write)."""
         with self._lock:
             self._shared = True
-            return TreeSnapshot(self._index)
+            return TreeSnapshot(self._index, self)
+
+    def restore(self, snapshot: TreeSnapshot) -> None:
+        """Make the tree exactly what ``snapshot`` saw again, in O(1).
+
+        Everything comes back — providers, content and generations — for
+        the snapshot shares its storage with the tree (copy-on-write).  It
+        undoes *every* write since the snapshot, so hold :attr:`lock` from
+        the snapshot to here (as the resource tracker does) when others
+        may write.
+
+        Raises:
+            ValueError: ``snapshot`` was taken of another tree.
+        """
+        if snapshot.origin is not self:
+            raise ValueError("restore() takes a snapshot of this tree; "
+                             "this one was taken of another tree")
+        with self._lock:
+            self._index = snapshot._index
+            self._shared = True
 
     # -- creating and removing providers ------------------------------------
 
@@ -89,6 +109,10 @@ class ProviderTree(TreeReader):
                   generation: int | None = None) -> str:
         """Add a provider under ``parent`` (a name or uuid); return its uuid.
 
+        Without ``uuid`` the child's uuid is derived from its parent's and
+        its name (:func:`virtdriver.drivers.identity.child_uuid`), so the
+        same tree gets the same uuids on every run.
+
         Raises:
             ProviderNotFound: no provider is ``parent``.
             ProviderExists: the name or uuid is taken by another provider.
@@ -96,6 +120,8 @@ class ProviderTree(TreeReader):
         """
         with self._lock:
             above = self._index.get(parent)
+            if uuid is None and isinstance(name, str):
+                uuid = child_uuid(above.uuid, name)
             record = _new_record(self._index, name, above, uuid, generation)
             self._writable().add(record)
             return record.uuid

@@ -114,9 +114,11 @@ class TreeSnapshot(TreeReader):
     never show here.  Safe to share between threads without locking.
     """
 
-    def __init__(self, index: ProviderIndex) -> None:
+    def __init__(self, index: ProviderIndex, origin: object = None) -> None:
         self._index = index
         self._lock = contextlib.nullcontext()
+        #: The tree this snapshot was taken of (``None`` if unknown).
+        self.origin = origin
 
     def snapshot(self) -> TreeSnapshot:
         """This snapshot itself (it is already frozen)."""

@@ -1,23 +1,24 @@
 """The resource tracker: asks the driver, keeps owned traits true.
 
-One :class:`ResourceTracker` per driver.  Each update of a node:
+One :class:`ResourceTracker` per driver.  Each update is one transaction
+over the tree, the ledger and the driver's own memory, under the state
+directory's OS file lock (:mod:`virtdriver.filelock`) and the tree's lock:
 
-1. snapshots the tree (O(1)) and the driver's ownership for the node;
-2. lets the driver update the node's providers in the tree — the driver
-   applies its own trait report (owned traits follow it, unknown ones stay,
-   others are not touched);
-3. settles each of the node's providers with
-   :func:`~.reconcile.settle`: the driver's result stands for the names it
-   owns and its node report answers for; foreign traits stay as they were
-   before (put back if the driver removed one); owned names nobody answers
-   for any more — found by prefix, static name, or the ledger (inside the
-   driver's namespace) — are removed; drift is computed;
-4. saves the ledger atomically.
+1. re-read the ledger if another process changed it; snapshot the tree
+   (O(1)); open a driver transaction (:meth:`ComputeDriver.begin_update`);
+2. let the driver update the node's providers — it applies its own trait
+   report (owned traits follow it, unknown ones stay, others untouched);
+3. settle each provider *of the node* with :func:`~.reconcile.settle`
+   against ``driver.ownership_for(node)`` — the ledger is trusted only
+   inside that node's ownership; a provider someone else put under the
+   node's root (not derived from its parent and name, not created by this
+   driver) is foreign as a whole and left as it was;
+4. save the ledger atomically, then commit the driver's transaction.
 
-If anything fails — the driver, the tracker's checks, saving the ledger —
-the tree is put back as the snapshot saw it (:func:`.rollback.restore`)
-and the error propagates: an update happens whole or not at all.  The
-tree's lock is held throughout, so no other writer interleaves.
+If anything fails the tree is put back exactly (generations included,
+:meth:`ProviderTree.restore`), the driver's memory is rolled back, the
+ledger file is not written, and the error propagates: a retry does what
+the failed attempt would have done.
 
 ``docs/resource-tracker.md`` has the whole story.
 """
@@ -28,20 +29,29 @@ import logging
 import pathlib
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.drivers.base import ComputeDriver, DriverError
-from virtdriver.resource_tracker.ledger import Ledger, ledger_path
+from virtdriver.drivers.identity import is_derived_child
+from virtdriver.filelock import DEFAULT_TIMEOUT, exclusive_lock
+from virtdriver.resource_tracker.ledger import Ledger, LedgerFile
 from virtdriver.resource_tracker.provider import ProviderData
 from virtdriver.resource_tracker.provider_tree import ProviderTree
 from virtdriver.resource_tracker.reconcile import Drift, Settlement, settle
-from virtdriver.resource_tracker.rollback import restore
 from virtdriver.resource_tracker.snapshot import TreeReader, TreeSnapshot
 from virtdriver.resource_tracker.tree_diff import TreeDiff, diff
 
 LOG = logging.getLogger(__name__)
 
 __all__ = ["Drift", "ResourceTracker", "UpdateAllError", "UpdateResult"]
+
+
+_NOTHING = Ownership(frozenset())
+#: The lock file in a state directory: one per directory, every state file
+#: in it (ledger, and later claims and sync state) is read and written
+#: under it.
+LOCK_FILE = "virtdriver.lock"
 
 
 @dataclass(frozen=True)
@@ -52,11 +62,14 @@ class UpdateResult:
         nodename: the node.
         diff: the changes to the node's providers (what sync must send).
         drift: owned traits others changed since the last update.
+        kept: why providers that looked gone were not removed (provider
+            label → reason); see ``docs/resource-tracker.md``.
     """
 
     nodename: str
     diff: TreeDiff
     drift: Drift
+    kept: Mapping[str, str] = field(default_factory=dict)
 
 
 class UpdateAllError(DriverError):
@@ -94,129 +107,180 @@ class ResourceTracker:
     Args:
         driver: an initialised driver (``init_host`` called).
         state_dir: where the ledger lives
-            (``<state_dir>/ledger-<driver_name>.json``).
+            (``<state_dir>/ledger-<driver_name>.json``), with the lock file
+            every process using the directory shares.
         tree: the tree to keep (a new empty one by default).
         driver_name: names the ledger file; default from the driver's
-            class (:func:`default_driver_name`).  Two trackers must not
-            share a ledger file.
+            class (:func:`default_driver_name`).  Trackers in several
+            processes may share a ledger file: each update re-reads it
+            under the lock and changes only its own entries.
+        lock_timeout: seconds to wait for another process holding the
+            state directory's lock before :class:`~virtdriver.filelock.
+            LockTimeout` (which names the holder).
 
     Raises:
         LedgerError: the ledger file exists but cannot be read.
+        LockTimeout, LockError: the state directory's lock.
     """
 
     def __init__(self, driver: ComputeDriver, *, state_dir: pathlib.Path,
                  tree: ProviderTree | None = None,
-                 driver_name: str | None = None) -> None:
+                 driver_name: str | None = None,
+                 lock_timeout: float = DEFAULT_TIMEOUT) -> None:
         self.driver = driver
         self.tree = tree if tree is not None else ProviderTree()
         self.driver_name = driver_name or default_driver_name(driver)
-        self.ledger_path = ledger_path(state_dir, self.driver_name)
-        self._ledger = Ledger.load(self.ledger_path)
+        self.state_dir = pathlib.Path(state_dir)
+        self._ledger_file = LedgerFile(self.state_dir, self.driver_name)
+        self.ledger_path = self._ledger_file.path
+        self.lock_path = self.state_dir / LOCK_FILE
+        self._lock_timeout = lock_timeout
+        # Uuids of providers this driver created or updated as its nodes'
+        # in this process: proof of ownership no file edit can forge.
+        self._managed: set[str] = set()
+        with self._state_lock():
+            self._ledger_file.read()
 
     @property
     def ledger(self) -> Ledger:
-        """The ledger as last saved."""
-        return self._ledger
+        """The ledger as last read or saved."""
+        return self._ledger_file.ledger
 
     def update_available_resource(self, nodename: str) -> UpdateResult:
         """Update ``nodename``'s providers, settle traits, save the ledger.
 
         Raises:
             DriverError: from the driver (e.g. ``NodeNotFoundError``); the
-                tree and the ledger are unchanged.
-            LedgerError: the ledger could not be saved; the tree is
-                unchanged.
+                tree, the ledger and the driver's memory are unchanged.
+            LedgerError: the ledger could not be read or saved; nothing
+                changed.
+            LockTimeout: another process held the state directory.
         """
-        with self.tree.lock:
+        with self._state_lock(), self.tree.lock:
+            ledger = self._ledger_file.read()
             start = self.tree.snapshot()
+            token = self.driver.begin_update()
             changes: dict[str, frozenset[str] | None] = {}
             try:
-                result = self._update_node(nodename, changes)
-                self._commit(changes)
+                result, managed = self._update_node(nodename, ledger,
+                                                    changes)
+                self._ledger_file.save(ledger.updated(changes))
             except BaseException:
-                restore(self.tree, start)
+                self.tree.restore(start)
+                self.driver.rollback_update(token)
                 raise
+            self.driver.commit_update(token)
+            self._managed.update(managed)
         return result
 
     def update_all(self) -> dict[str, UpdateResult]:
         """Update every node of ``driver.get_available_nodes(refresh=True)``.
 
-        Then remove the trees of roots this tracker manages (listed in the
-        ledger) whose name is no longer a node; each appears in the result
-        under its root's name, its diff listing the deletions.  Roots the
-        ledger does not list (someone else's) are never removed.  A node
-        that fails is left unchanged and the others still update; the
-        ledger is saved once at the end, without entries for providers no
-        longer in the tree.
+        Then remove the trees of roots this tracker can prove are its own
+        (module doc, :meth:`_remove_gone`) whose name is no longer a node;
+        each appears in the result under its root's name, its diff listing
+        the deletions.  A node that fails is left unchanged and the others
+        still update; the ledger is saved once at the end.
 
         Raises:
             UpdateAllError: some nodes failed (the others were updated).
             DriverError: the node list could not be read; nothing changed.
             LedgerError: the ledger could not be saved; nothing changed.
+            LockTimeout: another process held the state directory.
         """
-        nodes = self.driver.get_available_nodes(refresh=True)
         results: dict[str, UpdateResult] = {}
         errors: dict[str, Exception] = {}
-        with self.tree.lock:
+        with self._state_lock(), self.tree.lock:
+            ledger = self._ledger_file.read()
             start = self.tree.snapshot()
+            outer = self.driver.begin_update()
             changes: dict[str, frozenset[str] | None] = {}
+            managed: set[str] = set()
             try:
+                nodes = self.driver.get_available_nodes(refresh=True)
                 for nodename in nodes:
                     before = self.tree.snapshot()
+                    inner = self.driver.begin_update()
                     node_changes: dict[str, frozenset[str] | None] = {}
                     try:
-                        results[nodename] = self._update_node(
-                            nodename, node_changes)
+                        results[nodename], ours = self._update_node(
+                            nodename, ledger, node_changes)
                     except Exception as exc:  # one node must not stop all
-                        restore(self.tree, before)
+                        self.tree.restore(before)
+                        self.driver.rollback_update(inner)
                         LOG.warning("node %s not updated: %s", nodename, exc)
                         errors[nodename] = exc
                     else:
+                        self.driver.commit_update(inner)
                         changes.update(node_changes)
-                results.update(self._remove_gone(set(nodes), changes))
-                self._commit(changes)
+                        managed.update(ours)
+                results.update(self._remove_gone(
+                    set(nodes), ledger, managed, changes))
+                self._ledger_file.save(ledger.updated(changes))
             except BaseException:
-                restore(self.tree, start)
+                self.tree.restore(start)
+                self.driver.rollback_update(outer)
                 raise
+            self.driver.commit_update(outer)
+            self._managed.update(managed)
+            self._managed.difference_update(
+                uuid for uuid, traits in changes.items() if traits is None)
         if errors:
             raise UpdateAllError(results, errors)
         return results
 
     # -- one node -------------------------------------------------------------
 
-    def _update_node(self, nodename: str,
+    def _state_lock(self):
+        return exclusive_lock(
+            self.lock_path, timeout=self._lock_timeout,
+            purpose=f"the virtdriver state directory {self.state_dir}")
+
+    def _update_node(self, nodename: str, ledger: Ledger,
                      changes: dict[str, frozenset[str] | None]
-                     ) -> UpdateResult:
+                     ) -> tuple[UpdateResult, set[str]]:
         """Run the driver and settle the node; record ledger changes.
 
-        The caller holds the lock and restores the tree on error.
+        Returns the result and the uuids of the node's own providers.  The
+        caller holds the locks and undoes everything on error.
         """
         start = self.tree.snapshot()
         owned = self.driver.ownership_for(nodename)
         self.driver.update_provider_tree(self.tree, nodename)
         root = self._root_name(nodename)
+        # Per node, never the union over nodes: a trait one node manages
+        # is foreign on the others.
         owned = owned.union(self.driver.ownership_for(nodename))
-        namespace = self.driver.ownership.union(owned)
         report = self.driver.node_capabilities(nodename).traits
         answered = frozenset(report.results) if report is not None else None
         before = _records(start, root)
         after_uuids = self.tree.get_provider_uuids_in_tree(root)
+        root_uuid = after_uuids[0]
         removed_by, added_by = {}, {}
+        ours: set[str] = set()
         for uuid in after_uuids:
             record = self.tree.data(uuid)
             existed = start.exists(uuid)
-            # A provider created now has no baseline: no drift for it.
+            mine = (uuid == root_uuid or not existed or uuid in self._managed
+                    or is_derived_child(uuid, record.name,
+                                        record.parent_uuid))
+            # A provider created now has no baseline: no drift for it.  A
+            # foreign one is settled with no ownership: left as it was.
             done = settle(
                 start.data(uuid).traits if existed else (), record.traits,
-                ownership=owned,
-                ledger=self._ledger.get(uuid) if existed else None,
-                namespace=namespace, answered=answered)
+                ownership=owned if mine else _NOTHING,
+                ledger=ledger.get(uuid) if existed and mine else None,
+                answered=answered)
             if done.traits != record.traits:
                 self.tree.update_traits(uuid, done.traits)
             _log_settlement(record, done)
-            removed_by[record.name] = done.removed_by_others
-            added_by[record.name] = done.added_by_others
-            changes[uuid] = done.ledger
+            if mine:
+                ours.add(uuid)
+                removed_by[record.name] = done.removed_by_others
+                added_by[record.name] = done.added_by_others
+                changes[uuid] = done.ledger
+            elif uuid in ledger:
+                changes[uuid] = None
         for record in before:
             if not self.tree.exists(record.uuid):
                 changes[record.uuid] = None
@@ -226,7 +290,7 @@ class ResourceTracker:
                               Drift(removed_by, added_by))
         for line in result.drift.describe():
             LOG.warning("node %s: drift on owned traits: %s", nodename, line)
-        return result
+        return result, ours
 
     def _root_name(self, nodename: str) -> str:
         """The node's root provider after the driver's update.
@@ -246,34 +310,60 @@ class ResourceTracker:
             "update_provider_tree must create the node's root under the "
             "node's name (see virtdriver.drivers.base)")
 
-    def _remove_gone(self, nodes: set[str],
+    def _remove_gone(self, nodes: set[str], ledger: Ledger,
+                     updated: set[str],
                      changes: dict[str, frozenset[str] | None]
                      ) -> dict[str, UpdateResult]:
-        """Remove managed roots whose name is not a node any more, and
-        forget ledger entries of providers not in the tree (after every
-        node was updated, those are gone for good)."""
+        """Remove the trees of gone nodes that are provably this tracker's.
+
+        A root is removed only when all of these hold: its name is not a
+        node any more; it was not updated in this cycle; the ledger lists
+        it; it is proved ours by more than the ledger — this tracker saw
+        the driver create or update it in this process, or the driver
+        recognises its uuid as the one it derives for that name
+        (:meth:`ComputeDriver.recognizes_root`); and every provider under
+        it is ours too (a foreign child keeps the whole tree).  A root
+        that fails only the proof is kept and reported in the result's
+        ``kept``.
+        """
         results = {}
         for root in self.tree.roots:
-            if root.name in nodes or root.uuid not in self._ledger:
+            if (root.name in nodes or root.uuid in updated
+                    or root.uuid not in ledger):
                 continue
             gone = _records(self.tree, root.uuid)
+            reason = self._why_not_ours(root, gone)
+            if reason is not None:
+                LOG.warning("%s is not a node any more but %s; not removed "
+                            "(remove it by hand if it is stale)",
+                            root.label, reason)
+                results[root.name] = UpdateResult(
+                    root.name, TreeDiff(), Drift(), {root.label: reason})
+                continue
             self.tree.remove(root.uuid)
             changes.update((record.uuid, None) for record in gone)
             LOG.info("node %s is gone: removed its %d provider(s)",
                      root.name, len(gone))
             results[root.name] = UpdateResult(
                 root.name, diff(_Records(gone), _Records([])), Drift())
-        for uuid in self._ledger:
-            if not self.tree.exists(uuid):
-                changes[uuid] = None
         return results
 
-    def _commit(self, changes: Mapping[str, frozenset[str] | None]) -> None:
-        """Save the ledger with ``changes`` (if it changed or is new)."""
-        ledger = self._ledger.updated(changes)
-        if ledger != self._ledger or not self.ledger_path.exists():
-            ledger.save(self.ledger_path)
-        self._ledger = ledger
+    def _why_not_ours(self, root: ProviderData,
+                      tree: list[ProviderData]) -> str | None:
+        """``None`` if ``root``'s tree is provably ours, else why not."""
+        if not (root.uuid in self._managed
+                or self.driver.recognizes_root(root.name, root.uuid)):
+            return ("only the ledger lists it: this driver did not create "
+                    "it in this process and its uuid is not the one the "
+                    "driver derives for that name")
+        foreign = [record.label for record in tree[1:]
+                   if record.uuid not in self._managed
+                   and not is_derived_child(record.uuid, record.name,
+                                            record.parent_uuid)]
+        if foreign:
+            return ("providers under it are someone else's: "
+                    + ", ".join(foreign))
+        return None
 
 
 class _Records:
@@ -312,8 +402,8 @@ _NOTES = (
     ("stale", logging.INFO, "%s: removed %s: owned, and no longer reported "
      "by the driver"),
     ("ignored_ledger", logging.WARNING, "%s: ledger lists %s, which the "
-     "driver does not own; ignored (tampered or stale ledger) and dropped "
-     "from it"),
+     "driver does not own on this node; ignored (tampered or stale ledger) "
+     "and dropped from it"),
 )
 
 
