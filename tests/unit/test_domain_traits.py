@@ -66,9 +66,14 @@ def synthetic(devices_xml: str = "", *, arch: str = "x86_64",
     return DomainReading(DomainKey(arch, virt, machine), caps=caps)
 
 
+#: A configuration that rules no domain-derived trait out, so the documents
+#: alone decide (test_guest_usable_memory_encryption.py covers the options).
+OPEN_CONFIG = TraitConfig(virt_type="kvm", cpu_mode="host-passthrough")
+
+
 def derive(family: TraitFamily, *readings: DomainReading,
            **inputs) -> dict[str, TraitResult]:
-    inputs.setdefault("config", TraitConfig(virt_type="kvm"))
+    inputs.setdefault("config", OPEN_CONFIG)
     results = list(family.derive(DerivationInputs(domains=readings,
                                                   **inputs)))
     by_trait = {r.trait: r for r in results}
