@@ -266,7 +266,7 @@ def test_missing_host_caps_make_everything_unknown():
 
 @pytest.mark.parametrize("domains", [
     (), (reading(error="unsupported arch"),),
-    (reading(domain_xml(host_model="no")),)])
+    (reading(domain_xml(host_model="no")), reading(error="timeout"))])
 def test_host_model_without_a_usable_document_is_unknown(domains):
     results = derive(TraitConfig(cpu_mode="host-model"), host_xml(),
                      domains=domains)

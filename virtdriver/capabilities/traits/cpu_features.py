@@ -15,9 +15,10 @@ follows the guest CPU mode in force (``[libvirt] cpu_mode``):
   CPU map and the virt type is kvm: a feature neither listed by the
   host-model CPU nor present on the (fully known) host CPU is absent, since
   KVM cannot give guests what the host lacks.  A document that could not be
-  read, says nothing, or marks host-model unsupported or unreported leaves
-  its traits unknown.  Several documents: asserted when any asserts, else
-  unknown when any is unknown, else unasserted.
+  read, says nothing, or does not report host-model leaves its traits
+  unknown (one that marks it unsupported, too, unless every document does:
+  see below).  Several documents: asserted when any asserts, else unknown
+  when any is unknown, else unasserted.
 * **custom** — the union over ``[libvirt] cpu_models`` of each model's
   features (Nova picks, per instance, the first model that has what the
   flavor needs).  A model the domain capabilities mark ``usable='no'``
@@ -26,6 +27,15 @@ follows the guest CPU mode in force (``[libvirt] cpu_mode``):
 * **none** — the hypervisor's default CPU, which libvirt does not describe:
   every trait of the family is unasserted, and ``cpu_model_extra_flags``
   are ignored (there is no ``<cpu>`` element to add them to).
+
+**A mode no document allows.**  When every domain capabilities document
+that counts for the host arch was read and marks the mode in force
+(host-passthrough, host-model or custom) ``supported='no'`` — as libvirt
+does for host-passthrough with virt type qemu (TCG has no ``-cpu host``) —
+no guest boots with that configuration: every x86 trait is unasserted, the
+documents' ``<mode>`` first in the evidence, then ``[libvirt] cpu_mode``.
+One document that allows the mode, or any that was not read, keeps the
+rules above.
 
 ``[libvirt] cpu_model_extra_flags`` apply in every other mode: ``+flag`` or
 a bare ``flag`` adds the feature, ``-flag`` removes it (a removal wins over
@@ -64,6 +74,7 @@ from virtdriver.capabilities.traits.cpu_feature_names import (
     AARCH64_PREFIX, AARCH64_SOURCES, AARCH64_TRAITS, POWER_RE,
     PPC64LE_PREFIX, PPC64LE_TRAITS, X86_ARCHES, X86_PREFIX, X86_SOURCES,
     X86_TRAITS)
+from virtdriver.capabilities.traits.domain_facts import is_informative
 from virtdriver.capabilities.traits.guest_cpu import (
     FLAGS_DOC, HOST, GuestCPU, apply_extra_flags, custom_cpu, host_cpu,
     host_model_cpu)
@@ -105,6 +116,34 @@ def _mode_none(traits: frozenset[str], inputs: DerivationInputs
     yield from _all(traits, TraitState.UNASSERTED, *evidence)
 
 
+#: CPU mode → whether one document supports it (``None``: not reported).
+_MODE_SUPPORT = {
+    "host-passthrough": lambda caps: caps.cpu.host_passthrough.supported,
+    "host-model": lambda caps: caps.cpu.host_model.supported,
+    "custom": lambda caps: caps.cpu.custom.supported,
+}
+
+
+def mode_refusals(inputs: DerivationInputs, arch: str) -> list[Evidence]:
+    """Evidence that every counted document for ``arch`` marks the CPU mode
+    in force unsupported; empty when there is none, or any of them was not
+    read, says nothing, or does not refuse the mode."""
+    mode = inputs.config.effective_cpu_mode
+    supported = _MODE_SUPPORT.get(mode)
+    readings = [r for r in inputs.domains if r.key.arch == arch]
+    refusals: list[Evidence] = []
+    for reading in readings:
+        caps = reading.caps
+        if (supported is None or caps is None or not is_informative(caps)
+                or supported(caps) is not False):
+            return []
+        refusals.append(Evidence(
+            reading.label, f"mark the {mode} CPU mode unsupported, so no "
+            f"guest boots with {OPTION_CPU_MODE} = {mode}", reading.source,
+            f"cpu/mode[@name='{mode}']"))
+    return refusals
+
+
 def _merge(trait: str, guests: list[GuestCPU],
            sources: tuple[str, ...]) -> TraitResult:
     """Asserted when any definition asserts, else unknown when any is
@@ -140,6 +179,11 @@ def _x86(inputs: DerivationInputs,
          host: HostCapabilities) -> Iterator[TraitResult]:
     if inputs.config.effective_cpu_mode == "none":
         yield from _mode_none(X86_TRAITS, inputs)
+        return
+    refusals = mode_refusals(inputs, host.cpu.arch)
+    if refusals:
+        yield from _all(X86_TRAITS, TraitState.UNASSERTED, *refusals,
+                        _mode_evidence(inputs))
         return
     guests = _x86_guests(inputs, host)
     for guest in guests:
