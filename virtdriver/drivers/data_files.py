@@ -1,21 +1,63 @@
 """Read YAML/JSON data files (host descriptions, node inventories) and
-check their fields."""
+check their fields.
+
+A data file is read defensively, since a path on the command line can name
+anything: it must be a regular file of at most :data:`MAX_FILE_BYTES`,
+UTF-8 text, one JSON/YAML document without repeated keys, nested at most
+:data:`MAX_DEPTH` levels and holding at most :data:`MAX_VALUES` values
+once YAML aliases are expanded (so an alias bomb, "billion laughs", is
+refused before any code walks it).  Every refusal is the caller's error
+type with a one-line message naming the file.
+"""
 
 from __future__ import annotations
 
 import json
 import pathlib
+import stat
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import yaml
+
+#: Largest data file read, in bytes (16 MiB).
+MAX_FILE_BYTES = 16 * 1024 * 1024
+#: Deepest nesting of lists and mappings in a data file.
+MAX_DEPTH = 64
+#: Most values (scalars, lists, mappings, keys) in a data file, counting
+#: what each YAML alias stands for as a copy.
+MAX_VALUES = 1_000_000
+
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """``safe_load`` (no Python objects) that refuses repeated keys."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # ``<<: *base``: later keys override, as meant
+            key = self.construct_object(key_node, deep=False)
+            try:
+                earlier = seen.setdefault(key, key_node.start_mark)
+            except TypeError:
+                continue  # unhashable: the base class says so
+            if earlier is not key_node.start_mark:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice (first at line "
+                    f"{earlier.line + 1}, column {earlier.column + 1})",
+                    key_node.start_mark)
+        return super().construct_mapping(node, deep)
 
 
 def load_data_file(path: str | pathlib.Path, what: str,
                    error: type[Exception]) -> Any:
     """The parsed content of ``path``: JSON for ``.json``, else YAML.
 
-    YAML is read with ``safe_load`` (no Python objects).
+    YAML is read with a safe loader (no Python objects).  The limits in
+    the module docstring apply.
 
     Args:
         path: the file.
@@ -23,20 +65,32 @@ def load_data_file(path: str | pathlib.Path, what: str,
         error: the exception type to raise, with a message naming the file.
 
     Raises:
-        error: the file cannot be read or is not valid JSON/YAML.
+        error: the file cannot be read, is not a regular file, too big,
+            not UTF-8, not valid JSON/YAML, or beyond the limits.
     """
     path = pathlib.Path(path)
+    raw = _read(path, what, error)
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise error(f"{path}: cannot read the {what}: "
-                    f"{exc.strerror or exc}") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise error(f"{path}: not UTF-8 text: byte 0x{raw[exc.start]:02x} "
+                    f"at offset {exc.start} (line {line}): {exc.reason}; "
+                    f"save the {what} as UTF-8") from None
+    text = text.removeprefix("\ufeff")  # a byte order mark is no content
+    is_json = path.suffix == ".json"
+    kind = "JSON" if is_json else "YAML"
     try:
-        return (json.loads(text) if path.suffix == ".json"
-                else yaml.safe_load(text))
+        data = (json.loads(text, object_pairs_hook=_unique_pairs) if is_json
+                else yaml.load(text, Loader=_Loader))  # noqa: S506 - safe
     except (ValueError, yaml.YAMLError) as exc:
-        kind = "JSON" if path.suffix == ".json" else "YAML"
-        raise error(f"{path}: not valid {kind}: {exc}") from None
+        raise error(f"{path}: not valid {kind}: {_one_line(exc)}; fix the "
+                    f"{what} there") from None
+    except RecursionError:
+        raise error(f"{path}: not valid {kind}: nested more than "
+                    f"{MAX_DEPTH} levels deep; flatten the {what}") from None
+    _measure(data, 1, {}, set(), path, what, error)
+    return data
 
 
 def check_fields(data: Any, known: Iterable[str], where: str, what: str,
@@ -48,11 +102,105 @@ def check_fields(data: Any, known: Iterable[str], where: str, what: str,
             has keys outside ``known`` (all of them named, and the known).
     """
     if not isinstance(data, Mapping):
-        raise error(f"{where}: {what} is a mapping of fields, not "
-                    f"{type(data).__name__}")
+        found = ("nothing (an empty document)" if data is None
+                 else type(data).__name__)
+        raise error(f"{where}: {what} is a mapping of fields, not {found}; "
+                    "write it as field: value pairs")
     known = frozenset(known)
-    unknown = sorted(set(data) - known)
+    unknown = sorted(map(str, set(data) - known))
     if unknown:
-        raise error(f"{where}: unknown field(s) {', '.join(map(str, unknown))}"
+        raise error(f"{where}: unknown field(s) {', '.join(unknown)}"
                     f"; known: {', '.join(sorted(known))}")
     return data
+
+
+def kind_of(value: Any) -> str:
+    """``value`` and its type for messages: ``'false' (str)``, ``[1] (list)``."""
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return f"{shown} ({type(value).__name__})"
+
+
+def _read(path: pathlib.Path, what: str, error: type[Exception]) -> bytes:
+    try:
+        info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise error(f"{path}: is a directory, not a {what} file; give "
+                        "the path of the file itself")
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{path}: is not a regular file (a device, pipe or "
+                        f"socket); give the path of a {what} file")
+        with path.open("rb") as stream:
+            # One byte more than allowed tells a file that grew past the cap.
+            raw = stream.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise error(f"{path}: cannot read the {what}: "
+                    f"{exc.strerror or exc}; check the path and its "
+                    "permissions") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise error(f"{path}: the {what} is larger than {MAX_FILE_BYTES} "
+                    f"bytes ({MAX_FILE_BYTES // 2**20} MiB), the most a data "
+                    "file may hold; trim it")
+    return raw
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"key {key!r} appears twice in one object")
+        result[key] = value
+    return result
+
+
+def _one_line(exc: Exception) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark:
+        mark = exc.problem_mark
+        text = (f"line {mark.line + 1}, column {mark.column + 1}: "
+                f"{exc.problem}")
+        if exc.context:
+            where = exc.context_mark
+            text += f" ({exc.context}" + (
+                f" at line {where.line + 1}, column {where.column + 1})"
+                if where else ")")
+        return " ".join(text.split())
+    return " ".join(str(exc).split())
+
+
+def _measure(value: Any, depth: int, sizes: dict[int, tuple[int, int]],
+             open_: set[int], path: pathlib.Path, what: str,
+             error: type[Exception]) -> tuple[int, int]:
+    """(values, height) of ``value`` with aliases expanded; raises past the
+    limits.  A container YAML shares between aliases is measured once."""
+    if not isinstance(value, (list, dict)):
+        return 1, 0
+    key = id(value)
+    if key in open_:
+        raise error(f"{path}: a YAML alias refers to the value that holds "
+                    f"it (a structure without end); write the {what} out "
+                    "without that alias")
+    if key not in sizes:
+        if depth > MAX_DEPTH:
+            raise error(f"{path}: nested more than {MAX_DEPTH} levels deep; "
+                        f"flatten the {what}")
+        open_.add(key)
+        count, height = 1, 0
+        children = (value if isinstance(value, list)
+                    else [item for pair in value.items() for item in pair])
+        for child in children:
+            size, child_height = _measure(child, depth + 1, sizes, open_,
+                                          path, what, error)
+            count += size
+            height = max(height, child_height + 1)
+            if count > MAX_VALUES:
+                raise error(f"{path}: holds more than {MAX_VALUES} values "
+                            "(each YAML alias counted as the copy it stands "
+                            f"for); a {what} is far smaller: trim it")
+        open_.discard(key)
+        sizes[key] = (count, height)
+    count, height = sizes[key]
+    if depth + height > MAX_DEPTH:
+        raise error(f"{path}: nested more than {MAX_DEPTH} levels deep; "
+                    f"flatten the {what}")
+    return count, height
