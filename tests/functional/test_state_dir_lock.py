@@ -22,7 +22,7 @@ from virtdriver.filelock import LockTimeout
 from virtdriver.resource_tracker.tracker import LOCK_FILE, ResourceTracker
 
 WORKER = textwrap.dedent("""
-    import json, pathlib, sys
+    import json, os, pathlib, sys, time
     from virtdriver.drivers.ironic import IronicDriver
     from virtdriver.resource_tracker.tracker import ResourceTracker
     inventory, state, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -30,10 +30,18 @@ WORKER = textwrap.dedent("""
     driver.init_host("conductor")
     print("ready", flush=True)
     sys.stdin.readline()
-    for _ in range(rounds):
-        tracker = ResourceTracker(driver, state_dir=pathlib.Path(state),
-                                  driver_name="ironic")
+    tracker = ResourceTracker(driver, state_dir=pathlib.Path(state),
+                              driver_name="ironic")
+    path = pathlib.Path(inventory)
+    for round in range(rounds):        # one long-lived tracker, as an agent
+        nodes = json.loads(path.read_text())
+        for node in nodes["nodes"]:    # new traits: the ledger must change
+            node["traits"] = [node["traits"][0].rsplit("_R", 1)[0]
+                              + f"_R{round}"]
+        path.write_text(json.dumps(nodes))
+        os.utime(path, ns=(round * 10**9, round * 10**9))
         tracker.update_all()
+        time.sleep(0.01)               # let the other process interleave
         json.loads(tracker.ledger_path.read_text())   # always whole
 """)
 
@@ -42,7 +50,7 @@ def inventory(path: pathlib.Path, count: int) -> list[str]:
     uuids = [str(uuidlib.uuid4()) for _ in range(count)]
     path.write_text(json.dumps({"nodes": [
         {"uuid": u, "name": f"{path.stem}-{i}", "resource_class": "gold",
-         "traits": [f"CUSTOM_{path.stem.upper()}_{i}"]}
+         "traits": [f"CUSTOM_{path.stem.upper()}_{i}_R0"]}
         for i, u in enumerate(uuids)]}))
     return uuids
 
@@ -55,7 +63,7 @@ def test_two_processes_sharing_a_ledger_keep_each_others_entries(tmp_path):
         path = tmp_path / f"{name}.json"
         expected |= set(inventory(path, 5))
         workers.append(subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(path), str(state), "15"],
+            [sys.executable, "-c", WORKER, str(path), str(state), "30"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
     for worker in workers:
         assert worker.stdout.readline().strip() == "ready"
@@ -68,7 +76,8 @@ def test_two_processes_sharing_a_ledger_keep_each_others_entries(tmp_path):
     ledger = json.loads((state / "ledger-ironic.json").read_text())
     assert set(ledger["providers"]) == expected
     for uuid, traits in ledger["providers"].items():
-        assert len([t for t in traits if t.startswith("CUSTOM_")]) == 1
+        assert [t for t in traits if t.startswith("CUSTOM_")][0].endswith(
+            "_R29")
 
 
 def test_a_held_state_directory_fails_naming_the_holder(tmp_path):
