@@ -3,7 +3,8 @@ import json
 import pytest
 
 from virtdriver.drivers.fake_host import (
-    PRESETS, FakeHostError, load_spec, spec_from_dict)
+    MAX_CELLS, MAX_HOST_CPUS, PRESETS, FakeHostError, load_spec,
+    spec_from_dict)
 
 
 @pytest.mark.parametrize("preset, cells, cpus, threads", [
@@ -67,3 +68,117 @@ def test_unknown_preset_or_file_lists_presets(tmp_path):
     bad.write_text("cells: [\n")
     with pytest.raises(FakeHostError, match="not valid YAML"):
         load_spec(str(bad))
+
+
+def test_json_can_describe_huge_pages(tmp_path):
+    path = tmp_path / "host.json"
+    path.write_text(json.dumps({"cells": 1, "memory_mb_per_cell": 4096,
+                                "pages_per_cell": {"2048": 512,
+                                                   "1048576": 1}}))
+    spec = load_spec(str(path))
+    assert spec.pages_per_cell == {2048: 512, 1048576: 1}
+    (cell,) = spec.host_capabilities().cells
+    assert {p.size_kib: p.count for p in cell.pages}[2048] == 512
+
+
+def test_yaml_digit_string_page_sizes_too():
+    spec = spec_from_dict({"cells": 1, "pages_per_cell": {"2048": 8}})
+    assert spec.pages_per_cell == {2048: 8}
+
+
+def test_the_cpu_cap_is_the_cpuset_id_range():
+    from virtdriver.cpuset import MAX_CPU_ID
+    assert MAX_HOST_CPUS == MAX_CPU_ID + 1
+    spec = spec_from_dict({"cells": 64, "cores_per_cell": 512,
+                           "threads_per_core": 2, "memory_mb_per_cell": 1024})
+    assert spec.cells * spec.cores_per_cell * spec.threads_per_core \
+        == MAX_HOST_CPUS
+
+
+def test_valid_details_are_kept():
+    spec = spec_from_dict({"cells": 1, "name": "rack1-host",
+                           "arch": "aarch64",
+                           "cpu": {"model": None, "vendor": "ARM"},
+                           "traits": ["CUSTOM_RACK_7"],
+                           "capabilities": {"supports_trusted_certs": False}})
+    assert (spec.name, spec.arch, spec.cpu_model) == ("rack1-host",
+                                                      "aarch64", None)
+    assert spec.capabilities == {"supports_trusted_certs": False}
+
+
+# Issue 9: each bad value is refused, naming the field and the value.
+@pytest.mark.parametrize("fields, message", [
+    # JSON keys are strings; only digits make a page size.
+    ({"pages_per_cell": {"2M": 4}},
+     "pages_per_cell key '2M' (str) is not a huge page size"),
+    ({"pages_per_cell": {3: 4}},
+     "pages_per_cell key 3 (int) is not a huge page size"),
+    ({"pages_per_cell": {2048: 1, "2048": 2}}, "page size 2048 twice"),
+    ({"pages_per_cell": {"2048": "many"}},
+     "pages_per_cell[2048] must be an integer >= 0, not 'many' (str)"),
+    # Invalid extra traits were dropped silently.
+    ({"traits": ["rack7"]},
+     "traits: 'rack7' is not a valid trait name (neither an os-traits "
+     "standard trait nor a CUSTOM_ name"),
+    ({"traits": ["CUSTOM_rack"]},
+     "'CUSTOM_rack' is not a valid trait name (custom names must match"),
+    ({"traits": {"CUSTOM_A": 1}},
+     "traits must be a list of strings, not {'CUSTOM_A': 1} (dict)"),
+    ({"traits": [7]}, "traits[0] must be a string, not 7 (int)"),
+    # "false" turned the capability on.
+    ({"capabilities": {"supports_trusted_certs": "false"}},
+     "capabilities.supports_trusted_certs must be true or false, not "
+     "'false' (str)"),
+    ({"capabilities": {"supports_multiatach": True}},
+     "'supports_multiatach' is not a driver capability; did you mean "
+     "'supports_multiattach'?"),
+    # cpu: {model: 123} failed with an AttributeError.
+    ({"cpu": {"model": 123}}, "cpu.model must be a string (or null for "
+     "none), not 123 (int)"),
+    ({"cpu": {"vendor": ["Intel"]}}, "cpu.vendor must be a string"),
+    ({"cpu": {"modle": "Haswell"}}, "cpu: unknown field(s) modle"),
+    ({"cpu": "Haswell"}, "cpu is a mapping of fields, not str"),
+    ({"cpu": {"features": "avx2"}},
+     "cpu.features must be a list of strings, not 'avx2' (str)"),
+    # name: [a, b] became a provider named "['a', 'b']".
+    ({"name": ["a", "b"]}, "name must be a string, not ['a', 'b'] (list)"),
+    ({"name": False}, "name must be a string, not False (bool)"),
+    ({"name": ""}, "name '' is not a usable node name"),
+    ({"name": "a\nb"}, "name 'a\\nb' is not a usable node name"),
+    ({"name": "x" * 200}, "name is 200 characters, more than 194"),
+    ({"arch": 64}, "arch must be a string, not 64 (int)"),
+    ({"arch": "x86"}, "arch 'x86' is not an architecture os-traits names"),
+    # No upper bound: 1000 x 1000 x 2 ran for minutes.
+    ({"cells": 1000}, f"cells is 1000, more than the limit of {MAX_CELLS}"),
+    ({"cells": 2, "cores_per_cell": 1000, "threads_per_core": 1000},
+     "cells × cores_per_cell × threads_per_core = 2 × 1000 × 1000 = 2000000 "
+     f"CPUs, more than the {MAX_HOST_CPUS} a host may have"),
+    ({"cores_per_cell": 10**30}, f"more than the {MAX_HOST_CPUS}"),
+    ({"memory_mb_per_cell": 2**31}, "memory_mb_per_cell is 2147483648, "
+     "more than the limit of 2147483647"),
+])
+def test_bad_values_name_field_and_value(fields, message):
+    with pytest.raises(FakeHostError) as info:
+        spec_from_dict({"cells": 1, **fields}, "host.yaml")
+    text = str(info.value)
+    assert text.startswith("host.yaml: ")
+    assert message in text
+    assert "\n" not in text
+    assert "; " in text  # and then what to do
+
+
+def test_the_cpu_cap_refuses_before_building_anything():
+    import time
+    start = time.monotonic()
+    with pytest.raises(FakeHostError, match="describe fewer"):
+        spec_from_dict({"cells": 64, "cores_per_cell": 1000,
+                        "threads_per_core": 2})
+    assert time.monotonic() - start < 1
+
+
+def test_a_directory_is_not_mistaken_for_a_missing_preset(tmp_path):
+    with pytest.raises(FakeHostError) as info:
+        load_spec(str(tmp_path))
+    assert "is a directory, not a fake host description file" in str(
+        info.value)
+    assert "neither a preset" not in str(info.value)

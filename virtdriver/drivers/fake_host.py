@@ -16,24 +16,54 @@ A description (every key optional but ``cells``)::
     pages_per_cell: {2048: 1024, 1048576: 4}   # page size KiB -> count
     traits: [CUSTOM_RACK_7]   # extra traits the driver owns and asserts
     capabilities: {supports_multiattach: true}
+
+Checked strictly, each refusal a :class:`FakeHostError` naming the field
+and value: ``name`` and ``cpu`` strings (``null`` for no CPU model or
+vendor), ``arch`` an architecture os-traits names (``HW_ARCH_*``), counts
+whole numbers, at most :data:`MAX_CELLS` cells and :data:`MAX_HOST_CPUS` CPUs
+(cells × cores × threads), memory and page counts within Placement's
+2**31-1; page sizes in KiB, powers of two above 4, as integers or digit
+strings (JSON keys are strings: ``{"2048": 1024}``); ``traits`` valid
+names (os-traits or ``CUSTOM_``); ``capabilities`` known ``supports_*``
+names set to real booleans (``true``, not ``"true"``).  Files are read by
+:func:`~virtdriver.drivers.data_files.load_data_file` (UTF-8, size and
+nesting limits).
 """
 
 from __future__ import annotations
 
+import difflib
 import pathlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import os_traits
+
 from virtdriver.capabilities.host import (
     CellCPU, CPUTopology, Guest, GuestDomain, HostCapabilities, HostCPU,
     NUMACell, Pages)
-from virtdriver.drivers.data_files import check_fields, load_data_file
+from virtdriver.capabilities.traits.capability_flags import CAPABILITY_TRAITS
+from virtdriver.capabilities.traits.host_traits import hw_arch_trait
+from virtdriver.capabilities.traits.names import invalid_reason
+from virtdriver.cpuset import MAX_CPU_ID
+from virtdriver.drivers.data_files import (
+    check_fields, kind_of, load_data_file)
+from virtdriver.resource_tracker.provider import MAX_NAME_LENGTH
 
 _KEYS = {"name", "arch", "cpu", "cells", "cores_per_cell", "threads_per_core",
          "memory_mb_per_cell", "pages_per_cell", "traits", "capabilities"}
+_CPU_KEYS = {"model", "vendor", "features"}
 _BASE_PAGE_KIB = 4
+_DIGITS = re.compile(r"[0-9]+")
+#: Most NUMA cells a fake host may have.
+MAX_CELLS = 64
+#: Most CPUs a fake host may have: every id is one a cpuset option can name.
+MAX_HOST_CPUS = MAX_CPU_ID + 1
+#: Placement's limit on an inventory total (memory per cell, pages per size).
+MAX_TOTAL = 2**31 - 1
 
 
 class FakeHostError(ValueError):
@@ -121,48 +151,54 @@ PRESETS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
 
 def spec_from_dict(data: Mapping[str, Any], source: str = "<dict>"
                    ) -> FakeHostSpec:
-    """Validate a description; errors name ``source`` and the field.
+    """Validate a description; errors name ``source``, the field and value.
 
     Raises:
-        FakeHostError: an unknown key, a wrong type or an impossible value.
+        FakeHostError: an unknown key, a wrong type or an impossible value
+            (beyond the limits in the module docstring, among others).
     """
     check_fields(data, _KEYS, source, "a fake host", FakeHostError)
     if "cells" not in data:
         raise FakeHostError(f"{source}: field 'cells' (number of NUMA cells) "
-                            "is required")
-    cpu = data.get("cpu", {})
-    if not isinstance(cpu, Mapping):
-        raise FakeHostError(f"{source}: field 'cpu' must be a mapping")
-    pages = {_count(source, "pages_per_cell key", size):
-             _count(source, f"pages_per_cell[{size}]", count, minimum=0)
-             for size, count in _mapping(source, "pages_per_cell",
-                                         data).items()}
-    spec = FakeHostSpec(
-        name=str(data.get("name", "fake")),
-        arch=str(data.get("arch", "x86_64")),
-        cpu_model=cpu.get("model", "Haswell"),
-        cpu_vendor=cpu.get("vendor", "Intel"),
-        cpu_features=frozenset(_strings(source, "cpu.features",
-                                        cpu.get("features", ()))),
-        cells=_count(source, "cells", data["cells"]),
-        cores_per_cell=_count(source, "cores_per_cell",
-                              data.get("cores_per_cell", 4)),
-        threads_per_core=_count(source, "threads_per_core",
-                                data.get("threads_per_core", 1)),
-        memory_mb_per_cell=_count(source, "memory_mb_per_cell",
-                                  data.get("memory_mb_per_cell", 8192)),
-        pages_per_cell=MappingProxyType(pages),
-        traits=frozenset(_strings(source, "traits", data.get("traits", ()))),
-        capabilities=MappingProxyType({
-            str(k): bool(v) for k, v in _mapping(source, "capabilities",
-                                                 data).items()}),
-    )
+                            "is required; add e.g. 'cells: 1'")
+    cells = _count(source, "cells", data["cells"], maximum=MAX_CELLS)
+    cores = _count(source, "cores_per_cell", data.get("cores_per_cell", 4))
+    threads = _count(source, "threads_per_core",
+                     data.get("threads_per_core", 1))
+    if cells * cores * threads > MAX_HOST_CPUS:
+        raise FakeHostError(
+            f"{source}: cells × cores_per_cell × threads_per_core = "
+            f"{cells} × {cores} × {threads} = {cells * cores * threads} "
+            f"CPUs, more than the {MAX_HOST_CPUS} a host may have (CPU ids "
+            f"0-{MAX_CPU_ID}); describe fewer")
+    memory_mb = _count(source, "memory_mb_per_cell",
+                       data.get("memory_mb_per_cell", 8192),
+                       maximum=MAX_TOTAL)
+    pages = _pages(source, _mapping(source, "pages_per_cell", data))
     huge_mb = sum(s * c for s, c in pages.items()) // 1024
-    if huge_mb > spec.memory_mb_per_cell:
+    if huge_mb > memory_mb:
         raise FakeHostError(
             f"{source}: pages_per_cell hold {huge_mb} MiB, more than "
-            f"memory_mb_per_cell ({spec.memory_mb_per_cell} MiB)")
-    return spec
+            f"memory_mb_per_cell ({memory_mb} MiB); give fewer pages or "
+            "more memory")
+    cpu = check_fields(data.get("cpu", {}), _CPU_KEYS, f"{source}: cpu",
+                       "cpu", FakeHostError)
+    return FakeHostSpec(
+        name=_name(source, data.get("name", "fake"), cells),
+        arch=_arch(source, data.get("arch", "x86_64")),
+        cpu_model=_optional_string(source, "cpu.model",
+                                   cpu.get("model", "Haswell")),
+        cpu_vendor=_optional_string(source, "cpu.vendor",
+                                    cpu.get("vendor", "Intel")),
+        cpu_features=frozenset(_strings(source, "cpu.features",
+                                        cpu.get("features", []))),
+        cells=cells, cores_per_cell=cores, threads_per_core=threads,
+        memory_mb_per_cell=memory_mb,
+        pages_per_cell=MappingProxyType(pages),
+        traits=_traits(source, data.get("traits", [])),
+        capabilities=MappingProxyType(_capabilities(
+            source, _mapping(source, "capabilities", data))),
+    )
 
 
 def load_spec(path_or_preset: str) -> FakeHostSpec:
@@ -175,31 +211,134 @@ def load_spec(path_or_preset: str) -> FakeHostSpec:
         return spec_from_dict(PRESETS[path_or_preset],
                               f"preset {path_or_preset!r}")
     path = pathlib.Path(path_or_preset)
-    if not path.is_file():
+    if not path.exists():
         raise FakeHostError(
             f"{path_or_preset!r} is neither a preset "
-            f"({', '.join(PRESETS)}) nor a file")
+            f"({', '.join(PRESETS)}) nor a file; name a preset or the path "
+            "of a YAML/JSON description")
     data = load_data_file(path, "fake host description", FakeHostError)
     return spec_from_dict(data, str(path))
 
 
-def _count(source: str, name: str, value: Any, minimum: int = 1) -> int:
+def _count(source: str, name: str, value: Any, minimum: int = 1,
+           maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) \
             or value < minimum:
         raise FakeHostError(f"{source}: {name} must be an integer "
-                            f">= {minimum}, not {value!r}")
+                            f">= {minimum}, not {kind_of(value)}; give a "
+                            "whole number")
+    if maximum is not None and value > maximum:
+        raise FakeHostError(f"{source}: {name} is {value}, more than the "
+                            f"limit of {maximum}; give a smaller number")
+    return value
+
+
+def _name(source: str, value: Any, cells: int) -> str:
+    # The NUMA cells' providers are named <name>_NUMA<id>: those must fit.
+    longest = MAX_NAME_LENGTH - len(f"_NUMA{cells - 1}")
+    if not isinstance(value, str):
+        raise FakeHostError(f"{source}: name must be a string, not "
+                            f"{kind_of(value)}; quote it in YAML")
+    if not value or not value.isprintable() or value != value.strip():
+        raise FakeHostError(f"{source}: name {value!r} is not a usable node "
+                            "name; give printable text without leading or "
+                            "trailing blanks")
+    if len(value) > longest:
+        raise FakeHostError(f"{source}: name is {len(value)} characters, "
+                            f"more than {longest} (Placement allows "
+                            f"{MAX_NAME_LENGTH} for a provider name, "
+                            "including the cells' _NUMA<id> suffix); "
+                            "shorten it")
+    return value
+
+
+def _arch(source: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise FakeHostError(f"{source}: arch must be a string, not "
+                            f"{kind_of(value)}; use a libvirt arch name such "
+                            "as x86_64")
+    if hw_arch_trait(value) is None:
+        raise FakeHostError(f"{source}: arch {value!r} is not an "
+                            "architecture os-traits names (HW_ARCH_*); use "
+                            "a libvirt arch name such as x86_64, aarch64, "
+                            "ppc64le or s390x")
+    return value
+
+
+def _optional_string(source: str, name: str, value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise FakeHostError(f"{source}: {name} must be a string (or null "
+                            f"for none), not {kind_of(value)}; quote it in "
+                            "YAML")
     return value
 
 
 def _strings(source: str, name: str, value: Any) -> list[str]:
-    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-        raise FakeHostError(f"{source}: {name} must be a list of strings")
+    if not isinstance(value, (list, tuple)):
+        raise FakeHostError(f"{source}: {name} must be a list of strings, "
+                            f"not {kind_of(value)}; write it as [a, b]")
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise FakeHostError(f"{source}: {name}[{index}] must be a "
+                                f"string, not {kind_of(item)}; quote it")
     return list(value)
+
+
+def _traits(source: str, value: Any) -> frozenset[str]:
+    names = _strings(source, "traits", value)
+    for name in names:
+        reason = invalid_reason(name)
+        if reason:
+            hint = os_traits.normalize_name(name)
+            raise FakeHostError(
+                f"{source}: traits: {name!r} is not a valid trait name "
+                f"({reason}); use an os-traits name or a custom one"
+                + (f" such as {hint}" if hint != "CUSTOM_" else ""))
+    return frozenset(names)
+
+
+def _pages(source: str, value: Mapping[Any, Any]) -> dict[int, int]:
+    pages: dict[int, int] = {}
+    for key, count in value.items():
+        # JSON keys are strings: "2048" is the 2048 KiB page size too.
+        size = (int(key) if isinstance(key, str) and _DIGITS.fullmatch(key)
+                else key)
+        if isinstance(size, bool) or not isinstance(size, int) \
+                or size <= _BASE_PAGE_KIB or size & (size - 1):
+            raise FakeHostError(
+                f"{source}: pages_per_cell key {kind_of(key)} is not a huge "
+                f"page size; give sizes in KiB, powers of two above "
+                f"{_BASE_PAGE_KIB} (2048 for 2 MiB, 1048576 for 1 GiB)")
+        if size in pages:
+            raise FakeHostError(f"{source}: pages_per_cell gives page size "
+                                f"{size} twice; keep one")
+        pages[size] = _count(source, f"pages_per_cell[{size}]", count,
+                             minimum=0, maximum=MAX_TOTAL)
+    return pages
+
+
+def _capabilities(source: str, value: Mapping[Any, Any]) -> dict[str, bool]:
+    for name, flag in value.items():
+        if name not in CAPABILITY_TRAITS:
+            close = difflib.get_close_matches(str(name), CAPABILITY_TRAITS,
+                                              n=1)
+            raise FakeHostError(
+                f"{source}: capabilities: {name!r} is not a driver "
+                "capability; " + (f"did you mean {close[0]!r}?" if close
+                                  else "names are supports_*, as in "
+                                  "docs/traits.md"))
+        if not isinstance(flag, bool):
+            raise FakeHostError(f"{source}: capabilities.{name} must be true "
+                                f"or false, not {kind_of(flag)}; write it "
+                                "unquoted")
+    return dict(value)
 
 
 def _mapping(source: str, name: str, data: Mapping[str, Any]
              ) -> Mapping[Any, Any]:
     value = data.get(name, {})
     if not isinstance(value, Mapping):
-        raise FakeHostError(f"{source}: field {name!r} must be a mapping")
+        raise FakeHostError(f"{source}: field {name!r} must be a mapping, "
+                            f"not {kind_of(value)}; write it as {{key: "
+                            "value, ...}")
     return value
