@@ -3,7 +3,8 @@ import json
 import pytest
 
 from virtdriver.drivers.ironic_inventory import (
-    InventoryError, load_inventory, parse_inventory)
+    PROVISION_STATES, USABLE_STATES, InventoryError, load_inventory,
+    parse_inventory)
 
 UUID = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
 
@@ -74,3 +75,84 @@ def test_files(tmp_path):
     broken.write_text("nodes: [\n")
     with pytest.raises(InventoryError, match="not valid YAML"):
         load_inventory(broken)
+
+
+def test_every_ironic_provision_state_is_accepted():
+    assert USABLE_STATES <= PROVISION_STATES
+    for state in sorted(PROVISION_STATES):
+        (parsed,) = parse_inventory([node(provision_state=state)], "inv")
+        assert parsed.provision_state == state
+        assert parsed.available is (state in USABLE_STATES)
+
+
+def test_a_name_may_be_left_out_or_null():
+    for fields in ({}, {"name": None}):
+        (parsed,) = parse_inventory([node(**fields)], "inv")
+        assert parsed.name == UUID
+
+
+# Issue 9: each bad value is refused, naming the field and the value.
+@pytest.mark.parametrize("fields, message", [
+    # traits: {CUSTOM_A: 1} was taken for a list of its keys.
+    ({"traits": {"CUSTOM_A": 1}},
+     "traits must be a list of trait names, not {'CUSTOM_A': 1} (dict); "
+     "for changes give trait_changes"),
+    ({"traits": "CUSTOM_A"},
+     "traits must be a list of trait names, not 'CUSTOM_A' (str)"),
+    # traits: [[a]] raised a TypeError (unhashable list).
+    ({"traits": [["a"]]},
+     "traits[0] must be a trait name (a string), not ['a'] (list)"),
+    ({"trait_changes": {"add": [["a"]]}},
+     "trait_changes.add[0] must be a trait name (a string), not ['a']"),
+    ({"trait_changes": {"remove": {"CUSTOM_A": True}}},
+     "trait_changes.remove must be a list of trait names, not"),
+    ({"trait_changes": ["CUSTOM_A"]},
+     "trait_changes must be a mapping with 'add' and/or 'remove' lists, "
+     "not ['CUSTOM_A'] (list)"),
+    # resource_class: "!!!" became CUSTOM__.
+    ({"resource_class": "!!!"},
+     "resource_class '!!!' has no letters or digits (it would become "
+     "CUSTOM__)"),
+    ({"resource_class": "CUSTOM_"}, "resource_class 'CUSTOM_' has no letters"),
+    ({"resource_class": 7}, "resource_class is required, a non-empty "
+     "string, not 7 (int)"),
+    ({"resource_class": "a" * 300}, "longer than Placement's 255"),
+    # provision_state and name were stringified.
+    ({"provision_state": 5},
+     "provision_state 5 (int) is not an ironic provision state"),
+    ({"provision_state": ["active"]},
+     "provision_state ['active'] (list) is not an ironic provision state"),
+    ({"provision_state": "availble"},
+     "provision_state 'availble' (str) is not an ironic provision state; "
+     "did you mean 'available'?"),
+    ({"provision_state": "ready"}, "use one such as 'available'"),
+    ({"name": 42}, "name must be printable text of 1 to 255 characters, not "
+     "42 (int)"),
+    ({"name": ["a", "b"]}, "name must be printable text"),
+    ({"name": ""}, "not '' (str); quote it in YAML, or leave it out"),
+    ({"uuid": 12345678123456781234567812345678},
+     "node 0: uuid must be a string, not 12345678123456781234567812345678 "
+     "(int)"),
+    ({"uuid": None}, "node 0: uuid is required"),
+    ({"maintenance": "false"},
+     "maintenance must be true or false, not 'false' (str)"),
+    ({"properties": [1]}, "properties must be a mapping, not [1] (list)"),
+])
+def test_bad_values_name_node_field_and_value(fields, message):
+    with pytest.raises(InventoryError) as info:
+        parse_inventory([node(**fields)], "inv.yaml")
+    text = str(info.value)
+    assert text.startswith("inv.yaml: node 0")
+    assert message in text
+    assert "\n" not in text
+
+
+def test_unknown_top_level_fields_are_refused():
+    with pytest.raises(InventoryError, match=r"unknown field\(s\) node;"):
+        parse_inventory({"nodes": [node()], "node": {}}, "inv.yaml")
+
+
+def test_a_directory_is_refused_as_one(tmp_path):
+    with pytest.raises(InventoryError, match="is a directory, not a node "
+                       "inventory file"):
+        load_inventory(tmp_path)

@@ -1,16 +1,28 @@
 """Bare-metal node inventories (JSON or YAML), as the ironic-like driver reads them.
 
-A file holds ``{"nodes": [...]}`` (or a bare list); each node::
+A file holds ``{"nodes": [...]}`` (or a bare list) of nodes::
 
-    uuid: 1be26c0b-03f2-4d2e-ae87-c02d7f33c123
-    name: rack1-u07                  # default: the uuid
-    resource_class: baremetal.gold   # -> CUSTOM_BAREMETAL_GOLD
-    properties: {cpus: 64, memory_mb: 262144}
-    provision_state: available       # available and active are usable
-    maintenance: false
-    traits: [CUSTOM_RAID5, HW_CPU_X86_AVX2]      # inspection: full list
-    # or
-    trait_changes: {add: [CUSTOM_GPU], remove: [CUSTOM_RAID5]}
+    nodes:
+      - uuid: 1be26c0b-03f2-4d2e-ae87-c02d7f33c123
+        name: rack1-u07                  # default: the uuid
+        resource_class: baremetal.gold   # -> CUSTOM_BAREMETAL_GOLD
+        properties: {cpus: 64, memory_mb: 262144}
+        provision_state: available       # available and active are usable
+        maintenance: false
+        traits: [CUSTOM_RAID5, HW_CPU_X86_AVX2]   # inspection: full list
+      - uuid: 5d9a3c2e-8f7b-4e61-9a0d-2b4c6e8f1a3d
+        resource_class: baremetal.gold
+        trait_changes: {add: [CUSTOM_GPU], remove: [CUSTOM_RAID5]}  # or this
+
+Checked strictly (each refusal an :class:`InventoryError` naming file,
+node, field and value): ``uuid`` a UUID string; ``name`` printable text
+of at most 255 characters; ``resource_class`` a string with letters or
+digits; ``provision_state`` one of :data:`PROVISION_STATES`;
+``maintenance`` a real boolean; ``traits`` and ``trait_changes``'
+``add``/``remove`` lists of valid trait names (os-traits or ``CUSTOM_``),
+never both ``traits`` and ``trait_changes``.  Files are read by
+:func:`~virtdriver.drivers.data_files.load_data_file` (UTF-8, size and
+nesting limits).
 
 The traits a node's inspection data names — the full list, or every name
 added or removed — are the traits the driver manages (owns) on that node;
@@ -19,9 +31,10 @@ everything else on its provider belongs to someone else.
 
 from __future__ import annotations
 
+import difflib
 import pathlib
 import uuid as uuidlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -29,10 +42,25 @@ from typing import Any
 import os_resource_classes
 
 from virtdriver.capabilities.traits.names import invalid_reason
-from virtdriver.drivers.data_files import check_fields, load_data_file
+from virtdriver.drivers.data_files import (
+    check_fields, kind_of, load_data_file)
 
 #: Provision states in which a node can take (or holds) an instance.
 USABLE_STATES = frozenset({"available", "active"})
+#: Every provision state ironic has (``ironic.common.states.ALL_STATES``).
+PROVISION_STATES = frozenset({
+    "active", "adopt failed", "adopting", "available", "clean failed",
+    "clean hold", "clean wait", "cleaning", "deleted", "deleting",
+    "deploy complete", "deploy failed", "deploy hold", "deploying", "enroll",
+    "error", "inspect failed", "inspect wait", "inspecting", "manageable",
+    "rescue", "rescue failed", "rescue wait", "rescuing", "service failed",
+    "service hold", "service wait", "servicing", "unrescue failed",
+    "unrescuing", "verifying", "wait call-back"})
+#: Ironic's limit on a node name.
+MAX_NODE_NAME_LENGTH = 255
+#: Placement's limit on a resource class name.
+MAX_RESOURCE_CLASS_LENGTH = 255
+_CUSTOM = "CUSTOM_"
 _KEYS = {"uuid", "name", "resource_class", "properties", "provision_state",
          "maintenance", "traits", "trait_changes"}
 
@@ -74,7 +102,7 @@ class BareMetalNode:
 def _resource_class(name: str) -> str:
     # normalize_name() would turn an already custom name into CUSTOM_CUSTOM_.
     if os_resource_classes.is_custom(name.upper()):
-        name = name[len("CUSTOM_"):]
+        name = name[len(_CUSTOM):]
     return os_resource_classes.normalize_name(name)
 
 
@@ -85,6 +113,8 @@ def parse_inventory(data: Any, source: str) -> tuple[BareMetalNode, ...]:
         InventoryError: naming ``source``, the node (index and uuid) and
             the field, for the first problem found.
     """
+    if isinstance(data, Mapping):
+        check_fields(data, {"nodes"}, source, "an inventory", InventoryError)
     nodes = data.get("nodes") if isinstance(data, Mapping) else data
     if not isinstance(nodes, list):
         raise InventoryError(f"{source}: expected a list of nodes, or a "
@@ -118,16 +148,36 @@ def load_inventory(path: str | pathlib.Path) -> tuple[BareMetalNode, ...]:
 def _node(raw: Any, where: str) -> BareMetalNode:
     check_fields(raw, _KEYS, where, "a node", InventoryError)
     node_uuid = raw.get("uuid")
+    if not isinstance(node_uuid, str):
+        raise InventoryError(
+            f"{where}: uuid " + ("is required" if node_uuid is None else
+                                 f"must be a string, not {kind_of(node_uuid)}")
+            + "; give the node's ironic uuid")
     try:
-        node_uuid = str(uuidlib.UUID(str(node_uuid)))
+        node_uuid = str(uuidlib.UUID(node_uuid))
     except ValueError:
-        raise InventoryError(f"{where}: uuid {node_uuid!r} is not a UUID") \
-            from None
+        raise InventoryError(f"{where}: uuid {node_uuid!r} is not a UUID; "
+                             "give the node's ironic uuid") from None
     where = f"{where} ({node_uuid})"
-    rc = raw.get("resource_class")
-    if not isinstance(rc, str) or not rc.strip():
-        raise InventoryError(f"{where}: resource_class is required (e.g. "
-                             "'baremetal.gold')")
+    name = raw.get("name")
+    if name is not None and (not isinstance(name, str) or not name
+                             or not name.isprintable()
+                             or len(name) > MAX_NODE_NAME_LENGTH):
+        raise InventoryError(
+            f"{where}: name must be printable text of 1 to "
+            f"{MAX_NODE_NAME_LENGTH} characters, not {kind_of(name)}; quote "
+            "it in YAML, or leave it out to use the uuid")
+    state = raw.get("provision_state", "available")
+    if not isinstance(state, str) or state not in PROVISION_STATES:
+        close = (difflib.get_close_matches(state, PROVISION_STATES, n=1)
+                 if isinstance(state, str) else [])
+        raise InventoryError(
+            f"{where}: provision_state {kind_of(state)} is not an ironic "
+            "provision state; " + (f"did you mean {close[0]!r}?" if close
+                                   else "use one such as 'available', "
+                                   "'active', 'manageable' or 'enroll' "
+                                   "(docs/ironic-driver.md lists them)"))
+    rc = _checked_resource_class(raw.get("resource_class"), where)
     if "traits" in raw and "trait_changes" in raw:
         raise InventoryError(f"{where}: give either traits (the full list) "
                              "or trait_changes, not both")
@@ -135,40 +185,68 @@ def _node(raw: Any, where: str) -> BareMetalNode:
         changes = raw["trait_changes"]
         if not isinstance(changes, Mapping) or set(changes) - {"add",
                                                                "remove"}:
-            raise InventoryError(f"{where}: trait_changes must be a mapping "
-                                 "with 'add' and/or 'remove' lists")
-        added = _traits(changes.get("add", ()), f"{where}: trait_changes.add")
-        removed = _traits(changes.get("remove", ()),
+            raise InventoryError(
+                f"{where}: trait_changes must be a mapping with 'add' "
+                f"and/or 'remove' lists, not {kind_of(changes)}")
+        added = _traits(changes.get("add", []), f"{where}: trait_changes.add")
+        removed = _traits(changes.get("remove", []),
                           f"{where}: trait_changes.remove")
         both = added & removed
         if both:
             raise InventoryError(f"{where}: trait_changes both adds and "
-                                 f"removes {', '.join(sorted(both))}")
+                                 f"removes {', '.join(sorted(both))}; keep "
+                                 "each in one list")
     else:
-        added = _traits(raw.get("traits", ()), f"{where}: traits")
+        added = _traits(raw.get("traits", []), f"{where}: traits")
         removed = frozenset()
     properties = raw.get("properties", {})
     if not isinstance(properties, Mapping):
-        raise InventoryError(f"{where}: properties must be a mapping")
+        raise InventoryError(f"{where}: properties must be a mapping, not "
+                             f"{kind_of(properties)}")
     maintenance = raw.get("maintenance", False)
     if not isinstance(maintenance, bool):
-        raise InventoryError(f"{where}: maintenance must be true or false")
+        raise InventoryError(f"{where}: maintenance must be true or false, "
+                             f"not {kind_of(maintenance)}; write it unquoted")
     return BareMetalNode(
-        uuid=node_uuid, name=str(raw.get("name") or node_uuid),
-        resource_class=rc.strip(),
+        uuid=node_uuid, name=name or node_uuid, resource_class=rc,
         properties=MappingProxyType(dict(properties)),
-        provision_state=str(raw.get("provision_state", "available")),
-        maintenance=maintenance, asserted_traits=added,
-        removed_traits=removed)
+        provision_state=state, maintenance=maintenance,
+        asserted_traits=added, removed_traits=removed)
 
 
-def _traits(values: Iterable[Any], where: str) -> frozenset[str]:
-    if isinstance(values, str) or not isinstance(values, Iterable):
-        raise InventoryError(f"{where} must be a list of trait names")
-    names = frozenset(values)
-    for name in sorted(map(str, names)):
+def _checked_resource_class(rc: Any, where: str) -> str:
+    if not isinstance(rc, str) or not rc.strip():
+        raise InventoryError(f"{where}: resource_class is required, a "
+                             f"non-empty string, not {kind_of(rc)} (e.g. "
+                             "'baremetal.gold')")
+    rc = rc.strip()
+    placement = _resource_class(rc)
+    if not placement[len(_CUSTOM):].strip("_"):
+        raise InventoryError(
+            f"{where}: resource_class {rc!r} has no letters or digits (it "
+            f"would become {placement}); name the class with letters or "
+            "digits, e.g. 'baremetal.gold'")
+    if len(placement) > MAX_RESOURCE_CLASS_LENGTH:
+        raise InventoryError(
+            f"{where}: resource_class {rc[:40]!r}... becomes a name longer "
+            f"than Placement's {MAX_RESOURCE_CLASS_LENGTH} characters; "
+            "shorten it")
+    return rc
+
+
+def _traits(values: Any, where: str) -> frozenset[str]:
+    if not isinstance(values, (list, tuple)):
+        hint = ("; for changes give trait_changes: {add: [...], remove: "
+                "[...]}" if isinstance(values, Mapping) else "")
+        raise InventoryError(f"{where} must be a list of trait names, not "
+                             f"{kind_of(values)}{hint}")
+    for index, name in enumerate(values):
+        if not isinstance(name, str):
+            raise InventoryError(f"{where}[{index}] must be a trait name (a "
+                                 f"string), not {kind_of(name)}")
         reason = invalid_reason(name)
         if reason:
             raise InventoryError(f"{where}: {name!r} is not a valid trait "
-                                 f"name ({reason})")
-    return names
+                                 f"name ({reason}); use an os-traits name "
+                                 "or a CUSTOM_ one")
+    return frozenset(values)
