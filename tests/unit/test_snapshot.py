@@ -89,3 +89,119 @@ def test_missing_directory_and_empty_directory(tmp_path):
     with pytest.raises(SnapshotError, match="needs at least "
                                             "capabilities.xml"):
         read_snapshot(tmp_path)
+
+
+# -- size limit: refused by the file's size, before any read ---------------
+
+GIB2 = 2 * 1024 ** 3
+
+
+def sparse(path, size):
+    """A file of ``size`` bytes that takes no disk space (and no time)."""
+    with open(path, "wb") as handle:
+        handle.truncate(size)
+    return path
+
+
+@pytest.fixture
+def opened(monkeypatch):
+    """The paths opened from now on, by ``open``, ``io.open``, ``Path.open``
+    (``read_text``/``read_bytes`` too) or ``os.open``."""
+    import builtins
+    import io
+    import os
+
+    seen = []
+
+    def spy(real):
+        def recording(file, *args, **kwargs):
+            seen.append(str(file))
+            return real(file, *args, **kwargs)
+        return recording
+
+    monkeypatch.setattr(io, "open", spy(io.open))
+    monkeypatch.setattr(builtins, "open", spy(builtins.open))
+    monkeypatch.setattr(os, "open", spy(os.open))
+    return seen
+
+
+@pytest.mark.parametrize("name", ["capabilities.xml", "domcaps-q35.xml"])
+def test_a_2_gib_hand_written_file_is_refused_unread(name, corpus_dir,
+                                                     tmp_path, opened):
+    (tmp_path / "capabilities.xml").write_text((corpus_dir / HOST).read_text())
+    big = sparse(tmp_path / name, GIB2)
+    opened.clear()
+    with pytest.raises(SnapshotError) as info:
+        read_snapshot(tmp_path)
+    message = str(info.value)
+    assert str(big) in message
+    assert "2147483648 bytes (2 GiB)" in message
+    assert "limit of 16777216 bytes (16 MiB)" in message
+    assert "record the host again" in message  # what to do
+    assert str(big) not in opened  # refused by its size: never opened
+    if name != "capabilities.xml":  # the spy does see what is read
+        assert str(tmp_path / "capabilities.xml") in opened
+
+
+@pytest.mark.parametrize("entry", ["capabilities", "domcaps", "nodedev",
+                                   "manifest"])
+def test_oversized_files_a_manifest_lists_are_refused_unread(
+        entry, documents, tmp_path, opened):
+    manifest = write_snapshot(tmp_path, documents, "qemu:///x")
+    listed = json.loads(manifest.read_text())
+    big = {"capabilities": tmp_path / listed["capabilities"],
+           "domcaps": tmp_path / listed["domain_capabilities"][0]["file"],
+           "nodedev": tmp_path / listed["node_devices"][0]["file"],
+           "manifest": manifest}[entry]
+    big.unlink()
+    sparse(big, 16 * 1024 ** 2 + 1)  # one byte over
+    opened.clear()
+    with pytest.raises(SnapshotError) as info:
+        read_snapshot(tmp_path)
+    assert f"{big}: document is 16777217 bytes" in str(info.value)
+    if entry != "manifest":  # and which manifest entry listed it
+        assert str(info.value).startswith(f"{manifest}: ")
+        assert str(manifest) in opened  # the spy does see what is read
+    assert str(big) not in opened
+
+
+def test_a_file_growing_after_the_size_check_is_read_only_to_the_limit(
+        monkeypatch, corpus_dir, tmp_path):
+    from virtdriver.fakelibvirt import snapshot
+
+    xml = (corpus_dir / HOST).read_bytes()
+    (tmp_path / "capabilities.xml").write_bytes(xml)
+    limit = len(xml) - 1
+    monkeypatch.setattr(snapshot, "DEFAULT_MAX_BYTES", limit)
+    real_stat = type(tmp_path).stat
+    monkeypatch.setattr(  # the size stat sees, before the file grew
+        type(tmp_path), "stat",
+        lambda self, **kw: os_stat_with_size(real_stat(self, **kw), 10))
+    with pytest.raises(SnapshotError,
+                       match=f"document is {limit + 1} bytes, over the "
+                             f"limit of {limit} bytes"):
+        read_snapshot(tmp_path)
+
+
+def os_stat_with_size(result, size):
+    import os
+    fields = list(result)
+    fields[6] = size  # st_size
+    return os.stat_result(fields)
+
+
+def test_a_fifo_is_refused_without_opening_it(corpus_dir, tmp_path, opened):
+    import os
+
+    os.mkfifo(tmp_path / "capabilities.xml")  # open() would block forever
+    with pytest.raises(SnapshotError, match="is not a regular file"):
+        read_snapshot(tmp_path)
+    assert str(tmp_path / "capabilities.xml") not in opened
+
+
+def test_a_manifest_without_a_cpu_map_reads_as_none(documents, tmp_path):
+    manifest = write_snapshot(tmp_path, documents, "qemu:///x")
+    listed = json.loads(manifest.read_text())
+    listed["cpu_map"] = None
+    manifest.write_text(json.dumps(listed))
+    assert read_snapshot(tmp_path).cpu_map is None

@@ -63,11 +63,8 @@ def parse_document(xml: str | bytes, *, source: str, root_tag: str,
             a DTD or entity declarations, or has another root element.
     """
     data = _as_bytes(xml, source)
-    if len(data) > max_bytes:
-        raise CapabilityXMLError(
-            source, f"document is {len(data)} bytes, over the limit of "
-            f"{max_bytes} bytes",
-            hint="raise the size limit only if the source is trusted")
+    check_size(len(data), source=source, max_bytes=max_bytes,
+               hint="raise the size limit only if the source is trusted")
     if b"<!" in data:  # one fast scan; libvirt never writes "<!" at all
         for marker in _DTD_MARKERS:
             at = data.find(marker)
@@ -93,6 +90,32 @@ def parse_document(xml: str | bytes, *, source: str, root_tag: str,
             line=root.sourceline,
             hint=f"pass a <{root_tag}> document to this parser")
     return root
+
+
+def check_size(size: int, *, source: str, max_bytes: int = DEFAULT_MAX_BYTES,
+               hint: str | None = None) -> None:
+    """Refuse a document of ``size`` bytes if it is over ``max_bytes``.
+
+    :func:`parse_document` applies it to what it is given; code reading a
+    document from a file applies it to the file's size *before* reading,
+    so an oversized file costs a ``stat``, not its size in memory.
+
+    Raises:
+        CapabilityXMLError: over the limit; the message gives both sizes
+            and ``hint`` (what to do).
+    """
+    if size > max_bytes:
+        raise CapabilityXMLError(
+            source, f"document is {_bytes(size)}, over the limit of "
+            f"{_bytes(max_bytes)}", hint=hint)
+
+
+def _bytes(count: int) -> str:
+    """``1000 bytes``; from 1 MiB on also in MiB or GiB: ``… (16 MiB)``."""
+    for unit, factor in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2)):
+        if count >= factor:
+            return f"{count} bytes ({count / factor:.4g} {unit})"
+    return f"{count} bytes"
 
 
 def _as_bytes(xml: str | bytes, source: str) -> bytes:

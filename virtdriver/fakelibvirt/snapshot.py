@@ -29,19 +29,22 @@ and the first one of each (arch, virt type) also as that arch's default
 machine.  What is missing is *unknown*, never absent.
 
 Every XML file is checked with the same hostile-input rules as anything
-libvirt returns (size limit, no DTD or entities) before it is served.
+libvirt returns (size limit, no DTD or entities) before it is served; a
+file over the size limit is refused by its size, before it is read.
 """
 
 from __future__ import annotations
 
 import json
 import pathlib
+import stat
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 from virtdriver.capabilities import (
     CapabilityXMLError, parse_domain_capabilities, parse_host_capabilities)
+from virtdriver.capabilities.xmlsafe import DEFAULT_MAX_BYTES, check_size
 from virtdriver.fakelibvirt.documents import (
     DomainCapsKey, HostDocuments, RecordedError)
 
@@ -49,6 +52,11 @@ FORMAT = "virtdriver-snapshot"
 VERSION = 1
 MANIFEST = "manifest.json"
 CAPABILITIES = "capabilities.xml"
+
+#: What to do about a file over the size limit (there is no option for it).
+_TOO_LARGE = ("no libvirt document comes near that size and the limit is "
+              "fixed; check that the file is the one libvirt or `virtdriver "
+              "snapshot` wrote, and record the host again if it is not")
 
 
 class SnapshotError(ValueError):
@@ -73,12 +81,13 @@ def write_snapshot(directory: str | pathlib.Path, documents: HostDocuments,
                      documents.cpu_map[2]]),
         "capabilities": None, "domain_capabilities": [], "node_devices": []}
     if documents.capabilities is not None:
-        (root / CAPABILITIES).write_text(documents.capabilities)
+        (root / CAPABILITIES).write_text(documents.capabilities,
+                                         encoding="utf-8")
         manifest["capabilities"] = CAPABILITIES
     for index, (key, xml) in enumerate(
             documents.domain_capabilities.items()):
         name = f"domcaps-{index}.xml"
-        (root / name).write_text(xml)
+        (root / name).write_text(xml, encoding="utf-8")
         manifest["domain_capabilities"].append({**_key_json(key),
                                                 "file": name})
     for key, error in documents.domain_capabilities_errors.items():
@@ -87,10 +96,11 @@ def write_snapshot(directory: str | pathlib.Path, documents: HostDocuments,
             "message": error.message}})
     for name, xml in sorted(documents.node_devices.items()):
         path = f"nodedev/{_safe_name(name)}.xml"
-        (root / path).write_text(xml)
+        (root / path).write_text(xml, encoding="utf-8")
         manifest["node_devices"].append({"name": name, "file": path})
     target = root / MANIFEST
-    target.write_text(json.dumps(manifest, indent=2) + "\n")
+    target.write_text(json.dumps(manifest, indent=2) + "\n",
+                      encoding="utf-8")
     return target
 
 
@@ -112,9 +122,10 @@ def read_snapshot(directory: str | pathlib.Path) -> HostDocuments:
 
 def _from_manifest(root: pathlib.Path) -> HostDocuments:
     path = root / MANIFEST
+    text = _text(root, MANIFEST, None)
     try:
-        manifest = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
+        manifest = json.loads(text)
+    except ValueError as exc:
         raise SnapshotError(f"{path}: not readable JSON: {exc}") from None
     where = str(path)
     if not isinstance(manifest, Mapping) or manifest.get("format") != FORMAT:
@@ -167,11 +178,10 @@ def _by_hand(root: pathlib.Path) -> HostDocuments:
         raise SnapshotError(f"{root}: neither {MANIFEST} nor "
                             f"{CAPABILITIES}; a hand-written snapshot needs "
                             f"at least {CAPABILITIES}")
-    capabilities = _xml(root, CAPABILITIES, str(root / CAPABILITIES),
-                        parse_host_capabilities)
+    capabilities = _xml(root, CAPABILITIES, None, parse_host_capabilities)
     domcaps: dict[DomainCapsKey, str] = {}
     for path in sorted(root.glob("domcaps*.xml")):
-        xml = _xml(root, path.name, str(path), parse_domain_capabilities)
+        xml = _xml(root, path.name, None, parse_domain_capabilities)
         caps = parse_domain_capabilities(xml, str(path))
         if not (caps.arch and caps.virt_type):
             raise SnapshotError(f"{path}: names no <arch> or <domain>; a "
@@ -186,16 +196,23 @@ def _by_hand(root: pathlib.Path) -> HostDocuments:
                          hostname=root.name)
 
 
-def _xml(root: pathlib.Path, name: Any, where: str, parser) -> str:
+def _xml(root: pathlib.Path, name: Any, where: str | None, parser) -> str:
     text = _text(root, name, where)
     try:
         parser(text, str(root / name))
     except CapabilityXMLError as exc:
-        raise SnapshotError(f"{where}: {exc}") from None
+        raise _refused(where, exc) from None
     return text
 
 
-def _text(root: pathlib.Path, name: Any, where: str) -> str:
+def _text(root: pathlib.Path, name: Any, where: str | None) -> str:
+    """The file ``name`` of the snapshot, as UTF-8 text.
+
+    ``where`` names the manifest entry that lists it (``None``: the file
+    is its own entry, its path says it all).  The size limit is checked
+    on the file's size before anything is read, and the read itself stops
+    one byte past the limit (a file growing meanwhile is refused too).
+    """
     if not isinstance(name, str) or not name:
         raise SnapshotError(f"{where}: needs a file name")
     path = (root / name).resolve()
@@ -203,9 +220,26 @@ def _text(root: pathlib.Path, name: Any, where: str) -> str:
         raise SnapshotError(f"{where}: file {name!r} is outside the "
                             "snapshot directory")
     try:
-        return path.read_text()
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise _refused(where, f"{path} is not a regular file; a snapshot "
+                           "holds plain files only")
+        limit = DEFAULT_MAX_BYTES
+        check_size(info.st_size, source=str(path), max_bytes=limit,
+                   hint=_TOO_LARGE)
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+        check_size(len(data), source=str(path), max_bytes=limit,
+                   hint=_TOO_LARGE)
+        return data.decode("utf-8")
+    except CapabilityXMLError as exc:
+        raise _refused(where, exc) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise SnapshotError(f"{where}: cannot read {path}: {exc}") from None
+        raise _refused(where, f"cannot read {path}: {exc}") from None
+
+
+def _refused(where: str | None, problem: object) -> SnapshotError:
+    return SnapshotError(f"{where}: {problem}" if where else str(problem))
 
 
 def _list(manifest: Mapping, name: str, where: str) -> list:

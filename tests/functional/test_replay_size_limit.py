@@ -1,0 +1,55 @@
+"""An oversized snapshot file is refused by its size, unread: exit 2 and a
+one-line message naming the file, its size, the limit and what to do."""
+
+from __future__ import annotations
+
+import builtins
+import io
+import os
+
+import pytest
+
+from tests.corpus import CORPUS
+from virtdriver import cli
+
+HOST = CORPUS / "hostcaps" / "caps-qemu-real-full.xml"
+
+
+@pytest.fixture
+def opened(monkeypatch):
+    """Every path opened from now on (``open``, ``io.open`` — which
+    ``Path.open``, ``read_text`` and ``read_bytes`` use — and ``os.open``)."""
+    seen = []
+
+    def spy(real):
+        def recording(file, *args, **kwargs):
+            seen.append(str(file))
+            return real(file, *args, **kwargs)
+        return recording
+
+    for module, name in ((io, "open"), (builtins, "open"), (os, "open")):
+        monkeypatch.setattr(module, name, spy(getattr(module, name)))
+    return seen
+
+
+@pytest.mark.parametrize("command", [["report"], ["host"],
+                                     ["explain", "COMPUTE_NODE"]])
+def test_a_2_gib_capabilities_xml_is_refused_unread(command, corpus_dir,
+                                                    tmp_path, capsys, opened):
+    big = tmp_path / "capabilities.xml"
+    with open(big, "wb") as handle:
+        handle.truncate(2 * 1024 ** 3)  # sparse: no disk, no time
+    (tmp_path / "domcaps.xml").write_text(HOST.read_text())
+    opened.clear()
+
+    status = cli.main([*command, "--snapshot", str(tmp_path)])
+
+    err = capsys.readouterr().err
+    assert status == 2
+    assert str(big) not in opened  # refused by its size: never opened
+    (line,) = err.splitlines()
+    assert line.startswith(f"virtdriver: {big}: document is 2147483648 "
+                           "bytes (2 GiB), over the limit of 16777216 bytes "
+                           "(16 MiB)")
+    assert "the limit is fixed" in line
+    assert "record the host again" in line
