@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from virtdriver.capabilities import DomainCapabilities, HostCapabilities
 from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.explain import Explanation
 from virtdriver.cpuset import format_cpuset
-from virtdriver.drivers.libvirt.host import HostReading, Unknown
+from virtdriver.drivers.libvirt.host import (
+    ONLINE_FROM_CAPABILITIES, HostReading, Unknown)
 from virtdriver.drivers.loader import DriverInfo
 
 
@@ -104,6 +106,16 @@ def _wrapped(names: list[str], indent: int, width: int = 79) -> list[str]:
     if current.strip():
         lines.append(current.rstrip())
     return lines or [" " * indent + "none"]
+
+
+def render_online_cpus(facts: Mapping[str, Any]) -> str:
+    """A line for a node whose online CPUs libvirt did not report (its
+    facts' ``online_cpus_source`` is ``capabilities``), else ``""``."""
+    if facts.get("online_cpus_source") != ONLINE_FROM_CAPABILITIES:
+        return ""
+    return (f"  online CPUs: not reported by libvirt "
+            f"({facts.get('online_cpus_unknown_reason') or 'no reason given'}"
+            "); every CPU the host capabilities list counts as online\n")
 
 
 def render_explanations(answers: list[Explanation], fmt: str) -> str:

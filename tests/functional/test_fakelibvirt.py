@@ -161,6 +161,23 @@ def test_missing_documents_are_no_support(fakelibvirt):
         assert error_of(call).get_error_code() == libvirt.VIR_ERR_NO_SUPPORT
 
 
+def test_no_cpu_map_is_refused_as_real_libvirt_refuses_a_host_call(
+        fakelibvirt, real_test_conn):
+    """A host without a CPU map answers ``getCPUMap`` as a libvirt driver
+    without ``nodeGetCPUMap`` does: ``virReportUnsupportedError`` in
+    libvirt-host.c.  test:///default has no ``nodeGetMemoryParameters``,
+    reported by that same code, so its error is the model, name aside."""
+    with pytest.raises(libvirt.libvirtError) as real:
+        real_test_conn.getMemoryParameters(0)
+    model = tuple(field.replace("virNodeGetMemoryParameters",
+                                "virNodeGetCPUMap")
+                  if isinstance(field, str) else field
+                  for field in real.value.err)
+    conn = fakelibvirt.connection_for(basic_documents(cpu_map=None))
+    assert error_of(conn.getCPUMap).err == model
+    assert model[0] == libvirt.VIR_ERR_NO_SUPPORT
+
+
 def test_read_only_connection_may_not_read_domain_capabilities(
         fakelibvirt, fake_libvirt_host, real_test_conn):
     uri = fake_libvirt_host(basic_documents())

@@ -104,6 +104,8 @@ def _derive_smt(inputs: DerivationInputs) -> Iterator[TraitResult]:
     usable = inputs.usable_cpus
     scope = ("" if usable is None
              else f" among usable CPUs {format_cpuset(usable)}")
+    if usable is not None and inputs.online_cpus_note:
+        scope += f" ({inputs.online_cpus_note})"
     for cell in host.cells:
         for cpu in cell.cpus:
             siblings = (cpu.siblings if usable is None

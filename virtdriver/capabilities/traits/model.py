@@ -125,6 +125,9 @@ class DerivationInputs:
             libvirt's CPU map; models missing here make their implied
             features unknown rather than absent.
         usable_cpus: CPU ids guests may use (``None``: every online CPU).
+        online_cpus_note: set when libvirt did not report online CPUs, so
+            ``usable_cpus`` counts every CPU the host capabilities list;
+            evidence that names the usable CPUs says this too.
         libvirt_version: ``getLibVersion()`` (e.g. 9000000 for 9.0.0), or
             ``None`` when unknown.
         hypervisor_version: ``getVersion()`` (QEMU 7.2.0 is 7002000), or
@@ -139,6 +142,7 @@ class DerivationInputs:
     cpu_model_features: Mapping[str, frozenset[str]] = field(
         default_factory=dict)
     usable_cpus: frozenset[int] | None = None
+    online_cpus_note: str | None = None
     libvirt_version: int | None = None
     hypervisor_version: int | None = None
 

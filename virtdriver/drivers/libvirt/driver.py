@@ -7,11 +7,15 @@ and the domain capabilities that count (:mod:`.host`), derives traits
 dropped connection is re-opened with bounded backoff and the reading is
 cached until reconnect, a version change, or :meth:`LibvirtDriver.refresh`
 (:mod:`.session`).  Any source that cannot be read is *unknown*: its traits
-are left as they are.
+are left as they are.  Online CPUs libvirt does not report (no
+``getCPUMap`` for the URI, or a snapshot recorded without it) are every
+CPU the host capabilities list, and the facts, the evidence and a warning
+say so.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import uuid as uuidlib
 from collections.abc import Mapping
@@ -37,9 +41,16 @@ from virtdriver.drivers.libvirt.capabilities import LIBVIRT_CAPABILITIES
 from virtdriver.drivers.libvirt.connection import (
     LibvirtConnectionError, state_dir)
 from virtdriver.drivers.libvirt.cpu_map_loader import load_cpu_map
-from virtdriver.drivers.libvirt.host import HostReading
+from virtdriver.drivers.libvirt.host import (
+    ONLINE_FROM_CAPABILITIES, ONLINE_FROM_CPU_MAP, HostReading, Unknown)
 from virtdriver.drivers.libvirt.session import LibvirtSession
 from virtdriver.drivers.libvirt.traits import trait_report
+
+LOG = logging.getLogger(__name__)
+
+#: What evidence naming the usable CPUs adds when they are not libvirt's.
+NOT_REPORTED = ("online CPUs not reported by libvirt, so every CPU the host "
+                "capabilities list counts as online")
 
 
 class LibvirtDriver(ComputeDriver):
@@ -66,6 +77,7 @@ class LibvirtDriver(ComputeDriver):
         self._nested = nested
         self._cpu_map: CPUModelCatalog | None = None
         self._nodename: str | None = None
+        self._online_unknown: Unknown | None = None
 
     @property
     def session(self) -> LibvirtSession:
@@ -110,16 +122,27 @@ class LibvirtDriver(ComputeDriver):
         self.session.invalidate()
 
     def node_capabilities(self, nodename: str) -> NodeCapabilities:
-        """Traits with evidence, and what was read from where."""
+        """Traits with evidence, and what was read from where.
+
+        ``facts["online_cpus"]`` are the CPUs guests may use;
+        ``online_cpus_source`` is ``getCPUMap``, or ``capabilities`` when
+        libvirt did not report online CPUs (``online_cpus_unknown_reason``
+        then has libvirt's words).
+        """
         self.require_node(nodename)
         reading = self._reading()
-        resources = self._resources(reading)
-        return NodeCapabilities(nodename, self._report(reading, resources), {
+        resources, unknown = self._resources(reading)
+        report = self._report(reading, resources, unknown)
+        return NodeCapabilities(nodename, report, {
             "uri": reading.uri,
             "uri_reason": self.session.choice.reason,
             "arch": reading.arch, "virt_type": reading.virt_type,
             "numa_cells": [c.cell_id for c in resources.cells],
             "online_cpus": sorted(resources.pcpus | resources.vcpus),
+            "online_cpus_source": (ONLINE_FROM_CPU_MAP if unknown is None
+                                   else ONLINE_FROM_CAPABILITIES),
+            "online_cpus_unknown_reason": (None if unknown is None
+                                           else unknown.describe()),
             "libvirt_version": reading.libvirt_version,
             "hypervisor_version": reading.hypervisor_version,
             "domain_capabilities": [
@@ -133,9 +156,9 @@ class LibvirtDriver(ComputeDriver):
         per NUMA cell with CPUs, memory, huge pages and CPU traits."""
         self.require_node(nodename)
         reading = self._reading()
-        resources = self._resources(reading)
+        resources, unknown = self._resources(reading)
         publish_host(tree, nodename, host=reading.host, resources=resources,
-                     report=self._report(reading, resources),
+                     report=self._report(reading, resources, unknown),
                      node_uuid=node_uuid(nodename), disk_gb=_disk_gb(),
                      nested=self._nested)
 
@@ -156,17 +179,47 @@ class LibvirtDriver(ComputeDriver):
                 f"reading the host from libvirt failed: "
                 f"{exc.get_error_message() or exc}") from exc
 
-    def _resources(self, reading: HostReading) -> HostResources:
+    def _resources(self, reading: HostReading
+                   ) -> tuple[HostResources, Unknown | None]:
+        """The host's resources, and why online CPUs are not known (then
+        every CPU of the capabilities counts as online) or ``None``."""
+        online = self._online_cpus(reading)
+        unknown = online if isinstance(online, Unknown) else None
         try:
-            return host_resources(reading.host, self.session.online_cpus(),
-                                  pinning_config(self._conf))
+            return host_resources(
+                reading.host, None if unknown else online,
+                pinning_config(self._conf)), unknown
         except HostResourceError as exc:
             raise DriverError(str(exc)) from exc
 
-    def _report(self, reading: HostReading,
-                resources: HostResources) -> TraitReport:
-        return trait_report(reading, self._cpu_map,
-                            usable_cpus=resources.pcpus | resources.vcpus)
+    def _online_cpus(self, reading: HostReading) -> frozenset[int] | Unknown:
+        """libvirt's online CPUs, or why it has none; a change between
+        the two is logged once, not on every update."""
+        try:
+            online = self.session.online_cpus()
+        except LibvirtConnectionError as exc:
+            raise DriverError(str(exc)) from exc
+        except libvirt.libvirtError as exc:
+            raise DriverError(
+                f"reading the online CPUs from {reading.uri} (getCPUMap) "
+                f"failed: {exc.get_error_message() or exc}; check libvirt's "
+                "log, the next update tries again") from exc
+        unknown = online if isinstance(online, Unknown) else None
+        if unknown is not None and self._online_unknown is None:
+            LOG.warning("%s does not report online CPUs (getCPUMap: %s); "
+                        "counting every CPU its host capabilities list as "
+                        "online", reading.uri, unknown.describe())
+        elif unknown is None and self._online_unknown is not None:
+            LOG.info("%s reports online CPUs again (getCPUMap)", reading.uri)
+        self._online_unknown = unknown
+        return online
+
+    def _report(self, reading: HostReading, resources: HostResources,
+                online_unknown: Unknown | None) -> TraitReport:
+        return trait_report(
+            reading, self._cpu_map,
+            usable_cpus=resources.pcpus | resources.vcpus,
+            online_cpus_note=None if online_unknown is None else NOT_REPORTED)
 
 
 def node_uuid(nodename: str) -> str:

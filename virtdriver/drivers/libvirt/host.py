@@ -25,6 +25,12 @@ from virtdriver.capabilities.traits.config import TraitConfig
 from virtdriver.capabilities.traits.domain_selection import domain_keys
 from virtdriver.capabilities.traits.model import DomainKey, DomainReading
 
+#: Where the driver's online CPUs came from (``facts["online_cpus_source"]``):
+#: libvirt's ``getCPUMap``, or — libvirt did not report it — every CPU the
+#: host capabilities list.
+ONLINE_FROM_CPU_MAP = "getCPUMap"
+ONLINE_FROM_CAPABILITIES = "capabilities"
+
 
 class CapabilitySource(Protocol):
     """The calls of ``libvirt.virConnect`` this module uses."""
@@ -52,6 +58,14 @@ class Unknown:
         """``reason [VIR_ERR_NAME]``."""
         code = f" [{self.error_name}]" if self.error_name else ""
         return f"{self.reason}{code}"
+
+
+def unknown_from(exc: libvirt.libvirtError) -> Unknown:
+    """The question ``exc`` refused, as :class:`Unknown` with libvirt's
+    message, code and code name."""
+    code = exc.get_error_code()
+    return Unknown(reason=exc.get_error_message() or str(exc),
+                   error_code=code, error_name=_error_name(code))
 
 
 @dataclass(frozen=True)
@@ -126,9 +140,7 @@ def _read_domain(conn: CapabilitySource, uri: str,
         xml = conn.getDomainCapabilities(None, key.arch, key.machine,
                                          key.virt_type, 0)
     except libvirt.libvirtError as exc:
-        code = exc.get_error_code()
-        return Unknown(reason=exc.get_error_message() or str(exc),
-                       error_code=code, error_name=_error_name(code))
+        return unknown_from(exc)
     try:
         return parse_domain_capabilities(xml, call)
     except CapabilityXMLError as exc:

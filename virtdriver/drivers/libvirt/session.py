@@ -20,7 +20,8 @@ import libvirt
 from virtdriver.capabilities.traits.config import TraitConfig
 from virtdriver.drivers.libvirt.connection import (
     LibvirtConnectionError, URIChoice, open_connection)
-from virtdriver.drivers.libvirt.host import HostReading, read_host
+from virtdriver.drivers.libvirt.host import (
+    HostReading, Unknown, read_host, unknown_from)
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -97,9 +98,22 @@ class LibvirtSession:
                 self._versions = versions
             return self._reading
 
-    def online_cpus(self) -> frozenset[int]:
-        """Online host CPUs, from ``getCPUMap`` (never cached)."""
-        _count, cpumap, _online = self.call(lambda c: c.getCPUMap())
+    def online_cpus(self) -> frozenset[int] | Unknown:
+        """Online host CPUs, from ``getCPUMap`` (never cached).
+
+        :class:`Unknown` when libvirt does not report them: its driver for
+        the URI has no ``getCPUMap`` (``VIR_ERR_NO_SUPPORT``, as a replayed
+        snapshot without a CPU map answers too).
+
+        Raises:
+            libvirt.libvirtError: ``getCPUMap`` failed otherwise.
+        """
+        try:
+            _count, cpumap, _online = self.call(lambda c: c.getCPUMap())
+        except libvirt.libvirtError as exc:
+            if exc.get_error_code() != libvirt.VIR_ERR_NO_SUPPORT:
+                raise
+            return unknown_from(exc)
         return frozenset(i for i, online in enumerate(cpumap) if online)
 
     def call(self, fn: Callable[[Any], T]) -> T:
