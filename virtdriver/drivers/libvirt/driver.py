@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import uuid as uuidlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +31,7 @@ from virtdriver.conf.guest import trait_config
 from virtdriver.conf.options import make_conf
 from virtdriver.conf.pinning import pinning_config
 from virtdriver.conf.reader import ConfigError
+from virtdriver.drivers.identity import root_uuid
 from virtdriver.drivers.base import (
     ComputeDriver, DriverError, NodeCapabilities, ProviderTreeLike)
 from virtdriver.drivers.host_resources import (
@@ -53,6 +53,10 @@ NOT_REPORTED = ("online CPUs not reported by libvirt, so every CPU the host "
                 "capabilities list counts as online")
 
 
+#: The :func:`~virtdriver.drivers.identity.root_uuid` scheme of compute
+#: node roots (unchanged since the first release: uuids stay stable).
+ROOT_UUID_KIND = "compute-node"
+
 class LibvirtDriver(ComputeDriver):
     """A compute driver for the libvirt host it runs on.
 
@@ -66,6 +70,7 @@ class LibvirtDriver(ComputeDriver):
 
     capabilities = LIBVIRT_CAPABILITIES
     ownership = LIBVIRT_OWNERSHIP
+    root_uuid_kind = ROOT_UUID_KIND
 
     def __init__(self, *, conf: cfg.ConfigOpts | None = None,
                  uri: str | None = None,
@@ -224,8 +229,7 @@ class LibvirtDriver(ComputeDriver):
 
 def node_uuid(nodename: str) -> str:
     """A stable provider uuid for ``nodename`` (the same every run)."""
-    return str(uuidlib.uuid5(uuidlib.NAMESPACE_URL,
-                             f"virtdriver:compute-node:{nodename}"))
+    return root_uuid(ROOT_UUID_KIND, nodename)
 
 
 def _disk_gb() -> int | None:
