@@ -18,6 +18,7 @@ import uuid as uuidlib
 import os_traits
 import pytest
 
+from virtdriver import cli
 from virtdriver.drivers.base import DriverError
 from virtdriver.drivers.fake import FakeDriver
 from virtdriver.drivers.identity import root_uuid
@@ -259,3 +260,16 @@ def test_every_failing_step_changes_nothing_and_a_retry_converges(
     assert "CUSTOM_RAID5" not in tracker.tree.data(GOLD).traits
     assert "CUSTOM_RACK_7" in tracker.tree.data(GOLD).traits
     assert tracker.ledger == clean.ledger
+
+
+def test_two_report_runs_print_the_same_tree(capsys):
+    outputs = []
+    for _ in range(2):
+        assert cli.main(["report", "--driver", "fake", "--host-spec",
+                         "numa4-large", "--format", "json"]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    assert json.loads(outputs[0])["providers"][1]["uuid"] == \
+        str(uuidlib.uuid5(uuidlib.UUID(
+            json.loads(outputs[0])["providers"][0]["uuid"]),
+            "fake-numa4-large_NUMA0"))
