@@ -21,14 +21,13 @@ file is always safe (``docs/resource-tracker.md``, "Recovery").
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import pathlib
 import re
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
+
+from virtdriver.resource_tracker.state_file import write_atomically
 
 FORMAT = "virtdriver-trait-ledger"
 VERSION = 1
@@ -150,27 +149,13 @@ class Ledger(Mapping[str, frozenset[str]]):
         """
         path = pathlib.Path(path)
         text = json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n"
-        remedy = ("the old ledger is unchanged; make the state directory "
-                  "writable (permissions, free space) or use another one")
-        temp = None
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(prefix=f".{path.name}.",
-                                        dir=path.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, path)
-            temp = None
-            _fsync_dir(path.parent)
+            write_atomically(path, text)
         except OSError as exc:
-            raise LedgerError(path, f"cannot write it ({exc})",
-                              remedy) from None
-        finally:
-            if temp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
+            raise LedgerError(path, f"cannot write it ({exc})", (
+                "the old ledger is unchanged; make the state directory "
+                "writable (permissions, free space) or use another one")
+            ) from None
 
 
 class LedgerFile:
@@ -244,14 +229,3 @@ def _entries(path: pathlib.Path, document: object
                               "trait names")
         entries[uuid] = frozenset(traits)
     return entries
-
-
-def _fsync_dir(directory: pathlib.Path) -> None:
-    """Make a rename in ``directory`` durable (where the OS allows it)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-

@@ -1,0 +1,48 @@
+"""Writing a state file so that a crash leaves the old or the new one.
+
+Every file in a state directory (the trait ledger, the claims) is written
+the same way: a temporary file in the same directory, flushed and fsynced,
+``os.replace``d over the old one, then the directory fsynced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import tempfile
+
+
+def write_atomically(path: pathlib.Path, text: str) -> None:
+    """Replace ``path``'s content with ``text`` atomically (parent
+    directories created).
+
+    Raises:
+        OSError: it cannot be written; the old file, if any, is unchanged
+            and no temporary file is left behind.
+    """
+    temp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+        temp = None
+        _fsync_dir(path.parent)
+    finally:
+        if temp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+
+
+def _fsync_dir(directory: pathlib.Path) -> None:
+    """Make a rename in ``directory`` durable (where the OS allows it)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
