@@ -14,10 +14,12 @@ from virtdriver.conf import (
     ConfigError,
     PageReservation,
     PinningConfig,
+    apply_overrides,
     list_opts,
     make_conf,
     parse_page_reservation,
     pinning_config,
+    state_dir_from,
     trait_config,
 )
 
@@ -286,3 +288,96 @@ def test_docs_list_every_option_with_its_default():
                 assert shown in ("unset", "empty", "none"), opt.name
             else:
                 assert shown == f"`{opt.default}`", opt.name
+
+
+class TestFiles:
+    """What make_conf refuses before and after oslo reads the files."""
+
+    def test_directory(self, tmp_path):
+        with pytest.raises(ConfigError) as info:
+            make_conf(config_files=[tmp_path])
+        assert info.value.problems == (
+            f"config file {tmp_path} is a directory; give a file (options "
+            "are read from files only, not from directories)",)
+
+    def test_not_utf8_names_the_line(self, tmp_path):
+        path = tmp_path / "v.conf"
+        path.write_bytes(b"[compute]\n\n# \xff\n")
+        with pytest.raises(ConfigError) as info:
+            make_conf(config_files=[path])
+        assert info.value.problems == (
+            f"config file {path} is not UTF-8 text (byte 0xff on line 3); "
+            "save it as UTF-8",)
+
+    def test_every_bad_file_is_listed(self, tmp_path):
+        bad = tmp_path / "bad.conf"
+        bad.write_bytes(b"\xfe")
+        with pytest.raises(ConfigError) as info:
+            make_conf(config_files=[tmp_path / "missing.conf", bad])
+        assert len(info.value.problems) == 2
+
+    def test_utf8_text_is_read(self, write_conf):
+        conf, _ = write_conf("[libvirt]\n# café\ncpu_models = Skylake\n"
+                             "cpu_mode = custom\n")
+        assert trait_config(conf).cpu_models == ("Skylake",)
+
+    def test_unknown_option_names_the_closest(self, write_conf):
+        with pytest.raises(ConfigError) as info:
+            write_conf("[compute]\nram_allocation_ration = 1.5\n")
+        (problem,) = info.value.problems
+        assert problem.startswith("[compute] ram_allocation_ration in ")
+        assert "did you mean ram_allocation_ratio?" in problem
+
+    def test_unknown_option_in_a_later_file_too(self, write_conf):
+        with pytest.raises(ConfigError) as info:
+            write_conf("[compute]\ncpu_shared_set = 0\n",
+                       "[libvirt]\nvirt-type = kvm\n")
+        assert "[libvirt] virt-type in " in info.value.problems[0]
+        assert "did you mean virt_type?" in info.value.problems[0]
+
+    def test_sections_that_are_not_ours_are_not_checked(self, write_conf):
+        conf, _ = write_conf("[DEFAULT]\nanything = 1\n"
+                             "[keystone_authtoken]\nauth_url = x\n"
+                             "[compute]\nreserved_host_memory_mb = 1024\n")
+        assert pinning_config(conf).reserved_host_memory_mb == 1024
+
+    def test_novas_default_section_spelling_is_still_read(self, write_conf):
+        conf, _ = write_conf("[DEFAULT]\ncpu_allocation_ratio = 2.0\n")
+        assert pinning_config(conf).cpu_allocation_ratio == 2.0
+
+
+class TestApplyOverrides:
+    """Command-line values, checked by each option's own type."""
+
+    def test_values_replace_the_files(self, write_conf):
+        conf, _ = write_conf("[libvirt]\nvirt_type = kvm\n"
+                             "[compute]\nreserved_host_memory_mb = 1\n")
+        apply_overrides(conf, {"virt_type": "qemu",
+                               "reserved_host_memory_mb": "2048",
+                               "hw_machine_type": (("x86_64", "q35"),),
+                               "cpu_mode": None})
+        assert trait_config(conf).virt_type == "qemu"
+        assert trait_config(conf).machine_types == (("x86_64", "q35"),)
+        assert pinning_config(conf).reserved_host_memory_mb == 2048
+
+    def test_bad_values_named_by_flag_and_option(self):
+        conf = make_conf()
+        with pytest.raises(ConfigError) as info:
+            apply_overrides(conf, {"virt_type": "vmware",
+                                   "reserved_host_memory_mb": "lots"})
+        assert info.value.problems == (
+            "--virt-type ([libvirt] virt_type): Valid values are [kvm, "
+            "qemu, lxc, parallels, xen], but found 'vmware'; correct it "
+            "(see docs/configuration.md)",
+            "--reserved-host-memory-mb ([compute] reserved_host_memory_mb):"
+            " invalid literal for int() with base 10: 'lots'; correct it "
+            "(see docs/configuration.md)")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("", None), ("[virtdriver]\nstate_dir =\n", None),
+    ("[virtdriver]\nstate_dir = /srv/vd\n", "/srv/vd"),
+])
+def test_state_dir_from(text, expected, write_conf):
+    conf, _ = write_conf(text)
+    assert state_dir_from(conf) == expected

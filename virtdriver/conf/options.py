@@ -17,6 +17,8 @@ from os import PathLike
 from oslo_config import cfg
 
 from virtdriver.capabilities.traits.config import CPU_MODES
+from virtdriver.conf.files import (
+    file_problems, known_options, unknown_options)
 from virtdriver.conf.reader import ConfigError
 
 #: Virt types ``[libvirt] virt_type`` accepts (Nova's, plus xen).
@@ -96,7 +98,8 @@ VIRTDRIVER_OPTS = [
     cfg.StrOpt(
         "state_dir",
         help="Directory for virtdriver's state (qemu:///embed root, "
-             "caches). Unset: $VIRTDRIVER_STATE_DIR, else "
+             "caches); wins over $VIRTDRIVER_STATE_DIR. Unset: "
+             "$VIRTDRIVER_STATE_DIR, else "
              "/var/lib/virtdriver for root, else "
              "~/.local/state/virtdriver."),
 ]
@@ -128,11 +131,17 @@ def make_conf(args: Sequence[str] | None = None,
     and :func:`virtdriver.conf.pinning_config` report bad ones.
 
     Raises:
-        ConfigError: a file is missing, unreadable or not INI syntax.
+        ConfigError: a file is missing, a directory, unreadable, not UTF-8
+            or not INI syntax, or it sets an option virtdriver does not
+            have in a section virtdriver owns (see
+            :mod:`virtdriver.conf.files`); every such problem is listed.
     """
     conf = cfg.ConfigOpts()
     register_opts(conf)
     files = [str(path) for path in config_files]
+    problems = [problem for path in files for problem in file_problems(path)]
+    if problems:
+        raise ConfigError(problems)
     try:
         conf(args=list(args or ()), project="virtdriver",
              default_config_files=files, default_config_dirs=[],
@@ -145,4 +154,22 @@ def make_conf(args: Sequence[str] | None = None,
     except cfg.ConfigFileParseError as exc:
         raise ConfigError([f"{exc.config_file} is not an INI file: "
                            f"{exc.msg}; fix its syntax"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        # Changed since file_problems() looked, or a locale that is not
+        # UTF-8: oslo opens files in the locale's encoding.
+        raise ConfigError([f"cannot read config files {', '.join(files)}: "
+                           f"{exc}; check them"]) from None
+    known = known_options(list_opts())
+    problems = [problem for path in conf.config_file or ()
+                for problem in unknown_options(path, known)]
+    if problems:  # each names its file
+        raise ConfigError(problems)
     return conf
+
+
+def state_dir_from(conf: cfg.ConfigOpts) -> str | None:
+    """``[virtdriver] state_dir`` as configured, or ``None`` when unset or
+    blank (then ``$VIRTDRIVER_STATE_DIR``, else the default, applies; see
+    :func:`virtdriver.drivers.libvirt.connection.state_dir`)."""
+    value = conf.virtdriver.state_dir
+    return value if value and value.strip() else None

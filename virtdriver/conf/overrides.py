@@ -1,4 +1,12 @@
-"""Write values given on the command line over a config file's."""
+"""Write values given on the command line over a config file's.
+
+Each command-line option that stands for a config option is converted and
+checked by that option's own oslo type, exactly as a file's value is: the
+same choices, the same message.  Checks across options (``cpu_models``
+needs ``cpu_mode = custom``, pinning against the host) happen later, on
+the merged configuration, in :func:`~virtdriver.conf.trait_config` and
+:func:`~virtdriver.conf.pinning_config`.
+"""
 
 from __future__ import annotations
 
@@ -7,29 +15,52 @@ from typing import Any
 
 from oslo_config import cfg
 
-from virtdriver.capabilities.traits.config import TraitConfig
+from virtdriver.conf.reader import DOCS, ConfigError, option_name
 
-#: ``[compute]`` options a command line may override.
-PINNING_OPTIONS = ("cpu_dedicated_set", "cpu_shared_set",
-                   "reserved_host_memory_mb", "reserved_huge_pages")
-
-
-def override_guest_options(conf: cfg.ConfigOpts, config: TraitConfig) -> None:
-    """Make ``conf`` say what ``config`` (file merged with flags) says."""
-    values = {"virt_type": config.virt_type, "cpu_mode": config.cpu_mode,
-              "cpu_models": list(config.cpu_models),
-              "cpu_model_extra_flags": list(config.cpu_model_extra_flags),
-              "hw_machine_type": [f"{arch}={machine}"
-                                  for arch, machine in config.machine_types]}
-    for name, value in values.items():
-        conf.set_override(name, value, group="libvirt")
-    conf.set_override("image_type_exclude_list",
-                      list(config.image_type_exclude_list), group="compute")
+#: Command-line options that set a config option: the option's argparse
+#: ``dest`` (``virt_type`` for ``--virt-type``) -> (group, name).
+COMMAND_LINE_OPTIONS: Mapping[str, tuple[str, str]] = {
+    "virt_type": ("libvirt", "virt_type"),
+    "cpu_mode": ("libvirt", "cpu_mode"),
+    "cpu_models": ("libvirt", "cpu_models"),
+    "cpu_model_extra_flags": ("libvirt", "cpu_model_extra_flags"),
+    "hw_machine_type": ("libvirt", "hw_machine_type"),
+    "image_type_exclude_list": ("compute", "image_type_exclude_list"),
+    "cpu_dedicated_set": ("compute", "cpu_dedicated_set"),
+    "cpu_shared_set": ("compute", "cpu_shared_set"),
+    "reserved_host_memory_mb": ("compute", "reserved_host_memory_mb"),
+    "reserved_huge_pages": ("compute", "reserved_huge_pages"),
+}
 
 
-def override_pinning_options(conf: cfg.ConfigOpts,
-                             values: Mapping[str, Any]) -> None:
-    """Override each ``[compute]`` pinning option given (not ``None``)."""
-    for name in PINNING_OPTIONS:
-        if values.get(name) is not None:
-            conf.set_override(name, values[name], group="compute")
+def flag(dest: str) -> str:
+    """The command-line spelling of an option's ``dest``."""
+    return "--" + dest.replace("_", "-")
+
+
+def apply_overrides(conf: cfg.ConfigOpts, values: Mapping[str, Any]) -> None:
+    """Override each option of :data:`COMMAND_LINE_OPTIONS` that ``values``
+    gives (not ``None``).
+
+    List values may be tuples; ``hw_machine_type`` may be given as
+    (arch, machine) pairs.
+
+    Raises:
+        ConfigError: every value its option's type refuses, each naming
+            the command-line option and the config option.
+    """
+    problems = []
+    for dest, (group, name) in COMMAND_LINE_OPTIONS.items():
+        value = values.get(dest)
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            value = ["=".join(item) if isinstance(item, tuple) else item
+                     for item in value]
+        try:
+            conf.set_override(name, value, group=group)
+        except ValueError as exc:
+            problems.append(f"{flag(dest)} ({option_name(group, name)}): "
+                            f"{exc}; correct it (see {DOCS})")
+    if problems:
+        raise ConfigError(problems)
