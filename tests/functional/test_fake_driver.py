@@ -163,3 +163,36 @@ def test_cli_pinning_outside_the_host_names_the_cpus(capsys):
     err = capsys.readouterr().err
     assert "cpu_dedicated_set names CPUs 4-9, which this host does not " \
            "have" in err
+
+
+@pytest.mark.parametrize("text, named", [
+    ("[compute]\ncpu_dedicated_set = a-b\n", "[compute] cpu_dedicated_set"),
+    ("[compute]\ncpu_allocation_ratio = inf\n",
+     "[compute] cpu_allocation_ratio = inf must be a finite number"),
+    ("[libvirt]\ncpu_mode = custom\n", "cpu_mode = custom needs"),
+])
+def test_bad_options_are_a_driver_error_at_init(text, named, tmp_path):
+    path = tmp_path / "virtdriver.conf"
+    path.write_text(text)
+    driver = load_driver("fake", host="small",
+                         conf=make_conf(config_files=[path]))
+
+    with pytest.raises(DriverError, match="^fake driver options: bad "
+                       "configuration") as info:
+        driver.init_host("compute-1")
+    assert named in str(info.value)
+
+
+def test_described_cpu_is_the_guest_cpu_unless_configured(tmp_path):
+    path = tmp_path / "virtdriver.conf"
+    path.write_text("[libvirt]\ncpu_mode = none\n")
+    host = {"name": "t", "cells": 1, "cores_per_cell": 2,
+            "threads_per_core": 1, "memory_mb_per_cell": 1024,
+            "cpu": {"features": ["avx2"]}}
+    described = fake(host=host).node_capabilities("t")
+    configured = fake(host=host, conf=make_conf(config_files=[path])
+                      ).node_capabilities("t")
+
+    avx2 = os_traits.HW_CPU_X86_AVX2
+    assert described.traits.results[avx2].state.value == "asserted"
+    assert configured.traits.results[avx2].state.value == "unasserted"

@@ -12,6 +12,7 @@ description are owned and asserted.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid as uuidlib
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
@@ -21,13 +22,15 @@ from oslo_config import cfg
 
 from virtdriver.capabilities.traits import (
     capability_flags, cpu_features, host_traits)
+from virtdriver.capabilities.traits.config import TraitConfig
 from virtdriver.capabilities.traits.derive import TraitReport, derive_traits
 from virtdriver.capabilities.traits.model import (
     DerivationInputs, Evidence, TraitFamily, TraitResult, TraitState)
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.conf.guest import trait_config
 from virtdriver.conf.options import make_conf
-from virtdriver.conf.pinning import pinning_config
+from virtdriver.conf.pinning import PinningConfig, pinning_config
+from virtdriver.conf.reader import ConfigError
 from virtdriver.drivers.base import (
     ComputeDriver, DriverError, NodeCapabilities, ProviderTreeLike)
 from virtdriver.drivers.fake_host import (
@@ -65,6 +68,8 @@ class FakeDriver(ComputeDriver):
         self._conf = conf
         self._nested = nested
         self._spec: FakeHostSpec | None = None
+        self._config: TraitConfig | None = None
+        self._pinning: PinningConfig | None = None
 
     @property
     def ownership(self) -> Ownership:
@@ -74,14 +79,28 @@ class FakeDriver(ComputeDriver):
         return Ownership.of(FAKE_FAMILIES).union(Ownership(extra))
 
     def init_host(self, host: str) -> None:
-        """Read and validate the description and the options."""
+        """Read and validate the description and the options.
+
+        Raises:
+            DriverError: the description is unusable, an option has a bad
+                value (naming it), or pinning does not fit the host.
+        """
         try:
             self._spec = (spec_from_dict(self._source)
                           if isinstance(self._source, Mapping)
                           else load_spec(self._source))
         except FakeHostError as exc:
             raise DriverError(f"fake host: {exc}") from exc
-        self._conf = self._conf or make_conf()
+        if self._conf is None:
+            self._conf = make_conf()
+        try:
+            config = trait_config(self._conf)
+            # The described CPU is the guest CPU unless configured otherwise.
+            self._config = (config if config.cpu_mode else dataclasses.replace(
+                config, cpu_mode="host-passthrough"))
+            self._pinning = pinning_config(self._conf)
+        except ConfigError as exc:
+            raise DriverError(f"fake driver options: {exc}") from exc
         overlap = sorted(self._spec.traits
                          & Ownership.of(FAKE_FAMILIES).static)
         if overlap:
@@ -126,7 +145,7 @@ class FakeDriver(ComputeDriver):
     def _resources(self):
         try:
             return host_resources(self._ready().host_capabilities(), None,
-                                  pinning_config(self._conf))
+                                  self._pinning)
         except HostResourceError as exc:
             raise DriverError(f"fake host {self._ready().name!r}: {exc}") \
                 from exc
@@ -138,9 +157,7 @@ class FakeDriver(ComputeDriver):
         inputs = DerivationInputs(
             host=spec.host_capabilities(),
             driver_capabilities={**FAKE_CAPABILITIES, **spec.capabilities},
-            # The described CPU is the guest CPU unless configured otherwise.
-            config=trait_config(self._conf, cpu_mode=(
-                self._conf.libvirt.cpu_mode or "host-passthrough")))
+            config=self._config)
         return derive_traits(inputs, (*FAKE_FAMILIES, extra))
 
 
