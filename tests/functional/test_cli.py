@@ -164,14 +164,16 @@ def test_unusable_domain_xml_is_unknown_not_fatal(corpus_dir, capsys):
     assert "malformed XML" in data["domain"]["reason"]
 
 
-def test_connection_failure_exits_2_with_what_to_do(capsys):
+def test_connection_failure_exits_3_with_what_to_do(capsys):
     def opener(uri):
         raise LibvirtConnectionError(uri, "daemon gone", "start virtqemud")
 
     status = cli.main(["host", "--uri", "qemu:///system"], opener=opener)
 
     err = capsys.readouterr().err
-    assert status == cli.EXIT_FAILURE
+    assert status == cli.EXIT_UNREACHABLE
+    assert err.startswith("virtdriver: cannot open libvirt")
+    assert "Traceback" not in err
     assert "cannot open libvirt at qemu:///system: daemon gone" in err
     assert "start virtqemud" in err
 

@@ -71,10 +71,12 @@ def test_without_daemon_or_qemu_the_choice_is_the_test_driver(monkeypatch):
     assert "no QEMU driver module" in choice.reason
 
 
-def test_bad_uri_exits_2_naming_it(capsys):
+def test_bad_uri_exits_3_naming_it(capsys):
+    # libvirt cannot tell an unknown scheme from a daemon that is not there
+    # (it tries the daemon's socket), so this is "unreachable": exit 3.
     status = cli.main(["host", "--uri", "nosuchdriver:///x"])
 
     err = capsys.readouterr().err
-    assert status == cli.EXIT_FAILURE
+    assert status == cli.EXIT_UNREACHABLE
     assert "cannot open libvirt at nosuchdriver:///x" in err
     assert "check the URI" in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import pathlib
 import sys
 from collections.abc import Callable
 from typing import TextIO, TypeVar
@@ -11,12 +12,13 @@ import libvirt
 
 from virtdriver import render
 from virtdriver.capabilities import CapabilityXMLError
+from virtdriver.capabilities.cpu_map import INDEX, CPUModelCatalog
 from virtdriver.capabilities.traits.config import TraitConfig
 from virtdriver.capabilities.traits.explain import explain
-from virtdriver.cli.errors import EXIT_FAILURE
-from virtdriver.drivers.libvirt.connection import (
-    LibvirtConnectionError, URIChoice)
-from virtdriver.drivers.libvirt.cpu_map_loader import load_cpu_map
+from virtdriver.cli.errors import CommandError
+from virtdriver.drivers.libvirt.connection import URIChoice
+from virtdriver.drivers.libvirt.cpu_map_loader import (
+    DEFAULT_CPU_MAP_DIR, load_cpu_map)
 from virtdriver.drivers.libvirt.host import CapabilitySource, read_host
 from virtdriver.drivers.libvirt.traits import trait_report
 
@@ -25,21 +27,12 @@ Opener = Callable[[str | None], tuple[CapabilitySource, URIChoice]]
 
 
 def run_command(args: argparse.Namespace, config: TraitConfig, *,
-                opener: Opener, out: TextIO | None = None,
-                err: TextIO | None = None) -> int:
+                opener: Opener, out: TextIO | None = None) -> int:
     """Read the host (via ``opener``), derive traits, print the answer."""
     out = out or sys.stdout
-    err = err or sys.stderr
-    reading = read_with(args.uri, opener, err,
-                    lambda conn, uri: read_host(conn, uri, config))
-    if isinstance(reading, int):
-        return reading
-    reading, choice = reading
-    try:
-        cpu_map = load_cpu_map(args.cpu_map)
-    except CapabilityXMLError as exc:
-        print(f"virtdriver: libvirt's CPU map is not usable: {exc}", file=err)
-        return EXIT_FAILURE
+    cpu_map = cpu_map_from(args.cpu_map)
+    reading, choice = read_with(args.uri, opener,
+                                lambda conn, uri: read_host(conn, uri, config))
     report = trait_report(reading, cpu_map)
     if args.command == "explain":
         answers = [explain(trait, report) for trait in args.traits]
@@ -51,26 +44,45 @@ def run_command(args: argparse.Namespace, config: TraitConfig, *,
     return 0
 
 
-def read_with(uri: str | None, opener: Opener, err: TextIO,
-          read: Callable[[CapabilitySource, str], T]
-          ) -> tuple[T, URIChoice] | int:
-    """Open ``uri`` and ``read(conn, uri)``; an exit status on failure
-    (the message on ``err`` says what went wrong and what to do)."""
+def cpu_map_from(directory: str | None) -> CPUModelCatalog:
+    """libvirt's CPU map from ``--cpu-map``, which must be one; the
+    default directory may be missing (every CPU model is then unknown)."""
+    if directory is None:
+        directory = DEFAULT_CPU_MAP_DIR
+    elif not (pathlib.Path(directory) / INDEX).is_file():
+        what = ("it does not exist" if not pathlib.Path(directory).exists()
+                else f"it has no {INDEX}")
+        raise CommandError(
+            f"--cpu-map {directory} is not a libvirt CPU map directory "
+            f"({what}); give the directory holding libvirt's cpu_map "
+            f"{INDEX} (usually {DEFAULT_CPU_MAP_DIR}) or leave --cpu-map out")
     try:
-        conn, choice = opener(uri)
-    except LibvirtConnectionError as exc:
-        print(f"virtdriver: {exc}", file=err)
-        return EXIT_FAILURE
+        return load_cpu_map(directory)
+    except CapabilityXMLError as exc:
+        raise CommandError(f"libvirt's CPU map is not usable: {exc}") from exc
+
+
+def read_with(uri: str | None, opener: Opener,
+              read: Callable[[CapabilitySource, str], T]
+              ) -> tuple[T, URIChoice]:
+    """Open ``uri`` and ``read(conn, uri)``; the connection is closed after.
+
+    Raises:
+        LibvirtConnectionError: ``uri`` did not open.
+        CommandError: what was read is unusable, or libvirt refused it.
+    """
+    conn, choice = opener(uri)
     try:
         return read(conn, choice.uri), choice
     except CapabilityXMLError as exc:
-        print(f"virtdriver: libvirt capability XML not usable: {exc}",
-              file=err)
-        return EXIT_FAILURE
+        raise CommandError(
+            f"libvirt capability XML not usable: {exc}") from exc
     except libvirt.libvirtError as exc:
-        print(f"virtdriver: cannot read capabilities from {choice.uri}: "
-              f"{exc.get_error_message() or exc}", file=err)
-        return EXIT_FAILURE
+        raise CommandError(
+            f"cannot read capabilities from {choice.uri}: "
+            f"{exc.get_error_message() or exc}; check that libvirt at "
+            f"{choice.uri} works (`virsh -c {choice.uri} capabilities`)"
+            ) from exc
     finally:
         close = getattr(conn, "close", None)
         if close is not None:

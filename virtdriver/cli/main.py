@@ -1,60 +1,74 @@
-"""Dispatch a ``virtdriver`` command line to its command."""
+"""Dispatch a ``virtdriver`` command line to its command, under one error
+policy (see :mod:`.errors`)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from virtdriver import fakelibvirt
 from virtdriver.capabilities.traits.config import TraitConfig
+from virtdriver.cli.checks import check_options
 from virtdriver.cli.drivers import run_drivers
-from virtdriver.cli.errors import EXIT_FAILURE
+from virtdriver.cli.errors import (
+    EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, show_error)
 from virtdriver.cli.host import Opener, run_command
 from virtdriver.cli.parser import build_parser
 from virtdriver.cli.report import run_report
 from virtdriver.cli.snapshot import run_snapshot
-from virtdriver.conf import ConfigError, make_conf, trait_config
-from virtdriver.conf.overrides import (
-    override_guest_options, override_pinning_options)
+from virtdriver.cli.state import configured_state_dir
+from virtdriver.conf import apply_overrides, make_conf, trait_config
 from virtdriver.drivers.libvirt.connection import URIChoice, open_connection
-from virtdriver.fakelibvirt.snapshot import SnapshotError, read_snapshot
+from virtdriver.fakelibvirt.snapshot import read_snapshot
 from virtdriver.fakelibvirt.swap import use_fakelibvirt
+
+#: Options whose values are paths the user named (an OSError on one of
+#: them is bad input, not a bug).
+PATH_OPTIONS = ("config_file", "host_spec", "inventory", "snapshot",
+                "output", "cpu_map")
 
 
 def main(argv: Sequence[str] | None = None, *,
          opener: Opener = open_connection) -> int:
     """Run the command line ``argv``; return the exit status."""
     args = build_parser().parse_args(argv)
+    try:
+        status = run(args, opener)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return status
+    except BrokenPipeError:
+        return _stdout_gone()
+    except KeyboardInterrupt:
+        print("virtdriver: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # the policy: every error ends here
+        return show_error(exc, debug=args.debug, err=sys.stderr,
+                          named=list(named_paths(args)))
+
+
+def run(args: argparse.Namespace, opener: Opener) -> int:
+    """Run the parsed command; errors propagate to :func:`main`."""
     if args.command == "drivers":
         return run_drivers(args.format)
-    try:
-        conf = make_conf(config_files=args.config_file)
-        config = trait_config(
-            conf, virt_type=args.virt_type, cpu_mode=args.cpu_mode,
-            cpu_models=args.cpu_models,
-            cpu_model_extra_flags=args.cpu_model_extra_flags,
-            machine_types=args.hw_machine_type,
-            image_type_exclude_list=args.image_type_exclude_list)
-    except ConfigError as exc:
-        print(f"virtdriver: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+    check_options(args)
+    conf = make_conf(config_files=args.config_file)
+    apply_overrides(conf, vars(args))
+    config = trait_config(conf)
     args.uri = args.uri or conf.libvirt.connection_uri or None
-    if getattr(args, "snapshot", None):
-        return replay_snapshot(args, conf, config)
-    return run_host_command(args, conf, config, opener)
+    with configured_state_dir(conf):
+        if getattr(args, "snapshot", None):
+            return replay_snapshot(args, conf, config)
+        return run_host_command(args, conf, config, opener)
 
 
 def replay_snapshot(args: argparse.Namespace, conf, config: TraitConfig
                     ) -> int:
     """Run the command against a snapshot, through fakelibvirt, with the
     real driver code."""
-    try:
-        documents = read_snapshot(args.snapshot)
-    except SnapshotError as exc:
-        print(f"virtdriver: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
+    documents = read_snapshot(args.snapshot)
     # The URI names the directory, so evidence says where facts came from.
     name = f"snapshot{pathlib.Path(args.snapshot).resolve()}"
     fakelibvirt.register_host(name, documents)
@@ -65,18 +79,39 @@ def replay_snapshot(args: argparse.Namespace, conf, config: TraitConfig
             args.uri = uri
             return run_host_command(
                 args, conf, config,
-                lambda _uri: (fake.open(uri), URIChoice(uri, reason)))
+                lambda _uri: (fake.open(uri), URIChoice(uri, reason)),
+                uri_reason=reason)
     finally:
         fakelibvirt.unregister_host(name)
 
 
 def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
-                     opener: Opener) -> int:
-    """``report``, ``explain``, ``tree`` or ``snapshot`` on one host."""
+                     opener: Opener, *, uri_reason: str | None = None) -> int:
+    """``report``, ``explain``, ``host`` or ``snapshot`` on one host."""
     if args.command == "report":
-        override_guest_options(conf, config)
-        override_pinning_options(conf, vars(args))
-        return run_report(args, conf)
+        return run_report(args, conf, uri_reason=uri_reason)
     if args.command == "snapshot":
         return run_snapshot(args, config, opener=opener)
     return run_command(args, config, opener=opener)
+
+
+def named_paths(args: argparse.Namespace) -> Iterator[str]:
+    """Every path given on the command line."""
+    for dest in PATH_OPTIONS:
+        value = getattr(args, dest, None)
+        for path in value if isinstance(value, list) else [value]:
+            if path:
+                yield path
+
+
+def _stdout_gone() -> int:
+    # Whoever read our output stopped: say nothing more, and point stdout
+    # at /dev/null so the interpreter's last flush cannot fail again.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (a test's capture): nothing to flush at exit
+    finally:
+        os.close(devnull)
+    return EXIT_BROKEN_PIPE

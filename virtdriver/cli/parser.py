@@ -1,4 +1,11 @@
-"""The argument parser of the ``virtdriver`` command."""
+"""The argument parser of the ``virtdriver`` command.
+
+Options that stand for config options are parsed as text here and checked
+by the option's own type in :mod:`virtdriver.conf.overrides`, so the
+command line accepts exactly what a config file does.  Each command gets
+only the options it reads; which ``report`` options apply to which driver
+is checked in :mod:`.checks`.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,10 @@ import argparse
 
 from virtdriver.capabilities.traits.config import CPU_MODES
 from virtdriver.conf import parse_machine_types
+from virtdriver.conf.options import VIRT_TYPES
 from virtdriver.drivers.libvirt.cpu_map_loader import DEFAULT_CPU_MAP_DIR
+
+DEBUG_HELP = "on an error, show the traceback too"
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -20,14 +30,24 @@ def _machine_types(text: str) -> tuple[tuple[str, str], ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _add_debug(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS: given after the command it sets args.debug; not given, it
+    # leaves the top-level parser's value alone.
+    parser.add_argument("--debug", action="store_true",
+                        default=argparse.SUPPRESS, help=DEBUG_HELP)
+
+
 def _add_host_options(parser: argparse.ArgumentParser, *,
-                      replay: bool = True) -> None:
+                      replay: bool = True, output: bool = True) -> None:
+    _add_debug(parser)
     parser.add_argument("--uri", help="libvirt URI to open (default: "
-                        "qemu:///system if a daemon answers, else "
-                        "qemu:///embed if the QEMU driver is installed, "
-                        "else test:///default)")
-    parser.add_argument("--format", choices=("text", "json"), default="text",
-                        help="output format (default: text)")
+                        "[libvirt] connection_uri, else qemu:///system if "
+                        "a daemon answers, else qemu:///embed if the QEMU "
+                        "driver is installed, else test:///default)")
+    if output:
+        parser.add_argument("--format", choices=("text", "json"),
+                            default="text",
+                            help="output format (default: text)")
     if replay:
         parser.add_argument("--snapshot", metavar="DIR",
                             help="replay a host snapshot (`virtdriver "
@@ -41,8 +61,9 @@ def _add_host_options(parser: argparse.ArgumentParser, *,
         "guest configuration", "OpenStack-shaped options that decide which "
         "traits the host offers")
     group.add_argument("--virt-type", metavar="TYPE",
-                       help="[libvirt] virt_type (default: kvm when libvirt "
-                       "offers it for the host arch, else qemu)")
+                       help=f"[libvirt] virt_type: {', '.join(VIRT_TYPES)} "
+                       "(default: kvm when libvirt offers it for the host "
+                       "arch, else qemu)")
     group.add_argument("--cpu-mode", choices=CPU_MODES,
                        help="[libvirt] cpu_mode (default: host-model for "
                        "kvm and qemu)")
@@ -57,29 +78,65 @@ def _add_host_options(parser: argparse.ArgumentParser, *,
     group.add_argument("--image-type-exclude-list", type=_csv, default=None,
                        metavar="raw,...",
                        help="[compute] image_type_exclude_list")
+
+
+def _add_cpu_map(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cpu-map", metavar="DIR",
+                        help="libvirt's CPU map directory, the one holding "
+                        f"index.xml (default: {DEFAULT_CPU_MAP_DIR}, or no "
+                        "map when that is missing)")
+
+
+def _add_pinning_options(parser: argparse.ArgumentParser) -> None:
     pinning = parser.add_argument_group(
         "host resources", "[compute] options for CPU pinning and "
-        "reservations (override the config file; used by `report`)")
+        "reservations (override the config file)")
     pinning.add_argument("--cpu-dedicated-set", metavar="SPEC",
                          help="[compute] cpu_dedicated_set, e.g. 4-15,^8")
     pinning.add_argument("--cpu-shared-set", metavar="SPEC",
                          help="[compute] cpu_shared_set, e.g. 0-3")
-    pinning.add_argument("--reserved-host-memory-mb", type=int,
-                         metavar="MIB",
+    pinning.add_argument("--reserved-host-memory-mb", metavar="MIB",
                          help="[compute] reserved_host_memory_mb")
     pinning.add_argument("--reserved-huge-pages", action="append",
                          metavar="node:N,size:KIB,count:C",
                          help="[compute] reserved_huge_pages (repeatable)")
-    group.add_argument("--cpu-map", default=str(DEFAULT_CPU_MAP_DIR),
-                       metavar="DIR", help="libvirt's CPU map (default: "
-                       "%(default)s)")
+
+
+def _add_report(commands) -> None:
+    report_cmd = commands.add_parser(
+        "report", help="the provider tree this host offers schedulers",
+        description="Load a driver by name (virtdriver.drivers entry "
+                    "point; libvirt by default), initialise it, and show "
+                    "the provider tree the resource tracker builds for "
+                    "every node: inventories and traits.  --format json "
+                    "gives Placement's shapes.  Options that the chosen "
+                    "driver does not read are refused.")
+    report_cmd.add_argument("--driver", default="libvirt",
+                            help="driver name (default: libvirt; see "
+                                 "`virtdriver drivers`)")
+    report_cmd.add_argument("--host-spec", metavar="SPEC",
+                            help="fake driver: a preset (small, numa2-ht, "
+                                 "numa4-large) or a YAML/JSON file "
+                                 "(default: small)")
+    report_cmd.add_argument("--inventory", metavar="FILE",
+                            help="ironic driver: the node inventory file")
+    report_cmd.add_argument("--flat", action="store_true",
+                            help="libvirt and fake drivers: everything on "
+                                 "the root provider instead of one child "
+                                 "per NUMA cell")
+    _add_host_options(report_cmd)
+    _add_pinning_options(report_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``virtdriver`` command."""
     parser = argparse.ArgumentParser(
         prog="virtdriver",
-        description="Virt-driver plugin framework tools.")
+        description="Virt-driver plugin framework tools.  Exit status: 0 "
+                    "ok, 1 a bug in virtdriver, 2 bad input, 3 libvirt "
+                    "unreachable or a lock held too long, 141 output "
+                    "closed early (e.g. `| head`).")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="COMMAND")
     host_cmd = commands.add_parser(
@@ -87,18 +144,21 @@ def build_parser() -> argparse.ArgumentParser:
         description="Read libvirt's host and domain capabilities, show the "
                     "parsed model and the traits derived from it.")
     _add_host_options(host_cmd)
+    _add_cpu_map(host_cmd)
     explain_cmd = commands.add_parser(
         "explain", help="explain why traits are or are not on this host",
         description="For each TRAIT: asserted, unasserted, unknown, not "
                     "ours or invalid, in one sentence, with the evidence.")
     explain_cmd.add_argument("traits", nargs="+", metavar="TRAIT")
     _add_host_options(explain_cmd)
+    _add_cpu_map(explain_cmd)
     drivers_cmd = commands.add_parser(
         "drivers", help="list installed virt drivers and whether they load",
         description="Every driver registered in the virtdriver.drivers "
                     "entry-point namespace: its target, the distribution "
                     "and version providing it, and ok or why it does not "
                     "load.  Exit status 0 even when some do not load.")
+    _add_debug(drivers_cmd)
     drivers_cmd.add_argument("--format", choices=("text", "json"),
                              default="text",
                              help="output format (default: text)")
@@ -106,29 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
         "snapshot", help="record what the driver reads from this host",
         description="Record host capabilities, every domain capabilities "
                     "document the driver would read (the guest options "
-                    "decide which), the CPU map, versions and node devices "
-                    "into a directory that --snapshot replays; format in "
-                    "docs/snapshots.md.")
+                    "decide which), the online CPU map, versions and node "
+                    "devices into a directory that --snapshot replays; "
+                    "format in docs/snapshots.md.")
     snapshot_cmd.add_argument("-o", "--output", required=True, metavar="DIR",
-                              help="directory to write (created)")
-    _add_host_options(snapshot_cmd, replay=False)
-    report_cmd = commands.add_parser(
-        "report", help="the provider tree this host offers schedulers",
-        description="Load a driver by name (virtdriver.drivers entry "
-                    "point; libvirt by default), initialise it, and show "
-                    "the provider tree the resource tracker builds for "
-                    "every node: inventories and traits.  --format json "
-                    "gives Placement's shapes.")
-    report_cmd.add_argument("--driver", default="libvirt",
-                          help="driver name (default: libvirt; see "
-                               "`virtdriver drivers`)")
-    report_cmd.add_argument("--host-spec", default="small", metavar="SPEC",
-                          help="fake driver: a preset (small, numa2-ht, "
-                               "numa4-large) or a YAML/JSON file")
-    report_cmd.add_argument("--inventory", metavar="FILE",
-                          help="ironic driver: the node inventory file")
-    report_cmd.add_argument("--flat", action="store_true",
-                          help="everything on the root provider instead of "
-                               "one child per NUMA cell")
-    _add_host_options(report_cmd)
+                              help="directory to write: a new one (created),"
+                                   " an empty one, or an earlier snapshot "
+                                   "to replace; written whole or not at all")
+    _add_host_options(snapshot_cmd, replay=False, output=False)
+    _add_report(commands)
     return parser
