@@ -108,6 +108,18 @@ def _wrapped(names: list[str], indent: int, width: int = 79) -> list[str]:
     return lines or [" " * indent + "none"]
 
 
+def render_node_source(facts: Mapping[str, Any],
+                       uri_reason: str | None = None) -> str:
+    """Where a node's facts came from, for the text report: the libvirt
+    URI and why it was chosen (``uri_reason`` overrides the driver's
+    account), and the online CPUs line; ``""`` for a node without a URI."""
+    if "uri" not in facts:
+        return ""
+    why = uri_reason or facts.get("uri_reason", "")
+    return (f"libvirt URI: {facts['uri']}\n  why: {why}\n"
+            f"{render_online_cpus(facts)}\n")
+
+
 def render_online_cpus(facts: Mapping[str, Any]) -> str:
     """A line for a node whose online CPUs libvirt did not report (its
     facts' ``online_cpus_source`` is ``capabilities``), else ``""``."""

@@ -35,13 +35,7 @@ FOREIGN = os_traits.COMPUTE_STATUS_DISABLED
 VENDOR = "CUSTOM_DEV_VENDORID_10DE"
 
 
-class DerivedFake(FakeDriver):
-    """The fake driver, recognising its roots by their derived uuid."""
-
-    root_uuid_kind = "fake"
-
-
-def fake(preset="numa2-ht", cls=DerivedFake):
+def fake(preset="numa2-ht", cls=FakeDriver):
     driver = cls(preset)
     driver.init_host("compute-1")
     return driver

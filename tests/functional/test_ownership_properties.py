@@ -37,12 +37,8 @@ TRAITS = sorted({
     "CUSTOM_DEV_VENDORID_10DE", "CUSTOM_OPERATOR_GOLD"})
 
 
-class DerivedFake(FakeDriver):
-    root_uuid_kind = "fake"
-
-
 def fake_driver(_: pathlib.Path, gone: bool):
-    driver = DerivedFake("numa2-ht")
+    driver = FakeDriver("numa2-ht")
     driver.init_host("compute-1")
     if gone:
         driver.get_available_nodes = lambda refresh=False: []
@@ -96,7 +92,7 @@ def test_no_ledger_makes_the_tracker_touch_foreign_providers_or_traits(
         ours = [p.uuid for p in tree.providers()]
         foreign = [tree.new_root(name, str(uuidlib.uuid4()))
                    for name, _ in roots]
-        for uuid, (_, traits) in zip(foreign, roots):
+        for uuid, (_, traits) in zip(foreign, roots, strict=True):
             tree.update_traits(uuid, traits)
         if child:
             foreign.append(tree.new_child("cyborg-gpu", ours[0],

@@ -75,7 +75,7 @@ def test_two_processes_sharing_a_ledger_keep_each_others_entries(tmp_path):
         assert worker.wait(timeout=120) == 0
     ledger = json.loads((state / "ledger-ironic.json").read_text())
     assert set(ledger["providers"]) == expected
-    for uuid, traits in ledger["providers"].items():
+    for traits in ledger["providers"].values():
         assert [t for t in traits if t.startswith("CUSTOM_")][0].endswith(
             "_R29")
 

@@ -34,10 +34,8 @@ def run_report(args: argparse.Namespace, conf, out: TextIO | None = None, *,
         tracker.update_all()
     if args.format == "text":
         for node in driver.get_available_nodes():
-            facts = driver.node_capabilities(node).facts
-            if "uri" in facts:
-                why = uri_reason or facts.get("uri_reason", "")
-                out.write(f"libvirt URI: {facts['uri']}\n  why: {why}\n\n")
+            out.write(render.render_node_source(
+                driver.node_capabilities(node).facts, uri_reason))
     out.write(render.render_tree(tracker.tree, args.format))
     return 0
 

@@ -13,7 +13,6 @@ description are owned and asserted.
 from __future__ import annotations
 
 import dataclasses
-import uuid as uuidlib
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -38,6 +37,7 @@ from virtdriver.drivers.fake_host import (
 from virtdriver.drivers.host_resources import (
     HostResourceError, host_resources)
 from virtdriver.drivers.host_tree import publish_host
+from virtdriver.drivers.identity import root_uuid
 
 #: The families a described host can answer (no domain capabilities).
 FAKE_FAMILIES = (*host_traits.FAMILIES, cpu_features.FAMILY,
@@ -60,6 +60,7 @@ class FakeDriver(ComputeDriver):
     """
 
     capabilities = FAKE_CAPABILITIES
+    root_uuid_kind = "fake"
 
     def __init__(self, host: str | Mapping[str, Any] = "small", *,
                  conf: cfg.ConfigOpts | None = None,
@@ -132,8 +133,7 @@ class FakeDriver(ComputeDriver):
         spec = self._ready()
         publish_host(tree, nodename, host=spec.host_capabilities(),
                      resources=self._resources(), report=self._report(),
-                     node_uuid=str(uuidlib.uuid5(uuidlib.NAMESPACE_URL,
-                                                 f"virtdriver:fake:{nodename}")),
+                     node_uuid=root_uuid(self.root_uuid_kind, nodename),
                      nested=self._nested)
 
     def _ready(self) -> FakeHostSpec:
