@@ -111,6 +111,8 @@ def test_hand_written_snapshot_reports_the_capabilities_cpus(
 def test_hand_written_snapshot_text_report(hand_written, capsys, caplog):
     out = report(capsys, hand_written)
     assert "_NUMA0" in out and "VCPU" in out
+    assert "online CPUs: not reported by libvirt" in out
+    assert f"why: replaying snapshot {hand_written}" in out
     assert not_reported_warnings(caplog)
 
 
