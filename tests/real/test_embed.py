@@ -7,9 +7,12 @@ a broken install.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -63,3 +66,37 @@ def test_default_uri_without_daemon_is_embed(embed_uri, capsys):
     assert data["uri_reason"].startswith(
         "no libvirt daemon socket; QEMU driver installed")
     assert "virtio" in data["domain"]["summary"]["disk_buses"]
+
+
+PID_FILE_PROBE = """\
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+try:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+except OSError:
+    print("locked")
+else:
+    print("free")
+"""
+
+
+def test_the_embed_root_stays_held_after_its_connection_closes(reading,
+                                                               embed_uri):
+    # ``reading`` opened the root and closed its connection.  libvirt keeps
+    # the root's pid file until this process exits, which is why virtdriver
+    # keeps <root>.lock as long; if libvirt ever lets go on close, this
+    # fails and the lock may then end with the connection.
+    root = connection.embed_root(embed_uri)
+    probe = subprocess.run(
+        [sys.executable, "-c", PID_FILE_PROBE,
+         str(root / connection.EMBED_PID_FILE)],
+        capture_output=True, text=True, check=True)
+    lock = os.open(connection.embed_lock_path(root), os.O_RDWR)
+    try:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(lock)
+
+    assert probe.stdout == "locked\n"
+    assert f"pid {os.getpid()} " in connection.embed_lock_path(root).read_text()

@@ -12,19 +12,38 @@ Without an explicit URI the choice is, in order:
 ``qemu:///embed`` needs libvirt's event loop running in this process;
 :func:`open_connection` starts it (once) for every URI.  libvirt allows one
 embed root per process, so the first embed root opened is the one used.
+
+libvirt's embedded QEMU driver locks the root's pid file on the first open
+and keeps it until the process exits (closing the connection does not
+release it), and a process whose first open failed cannot open it again.
+So before opening an embed root a process takes ``<root>.lock`` with
+:func:`virtdriver.filelock.exclusive_lock` and keeps it for the rest of its
+life: several processes on one root take turns instead of failing
+(:func:`hold_embed_root`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import glob
 import os
 import pwd
+import re
 import stat
 import threading
+import time
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
 import libvirt
+
+from virtdriver import filelock
+# Re-exported: callers have always found state_dir() here.
+from virtdriver.state_dir import StateDirError, state_dir
+
 
 SYSTEM_URI = "qemu:///system"
 TEST_URI = "test:///default"
@@ -38,6 +57,14 @@ QEMU_BINARY_GLOB = "/usr/bin/qemu-system-*"
 DAEMON_TIMEOUT = 5.0
 #: The user libvirt's QEMU driver runs QEMU as when privileged.
 QEMU_USER = "libvirt-qemu"
+#: Seconds a process waits for another process's hold on an embed root.
+#: Longer than filelock's default: every holder may spend ~8 s probing
+#: QEMU (libvirt 9.0 re-probes when the cache was written on a CPU whose
+#: CPUID differs, as in some VMs): six queued reports took ~50 s here.
+EMBED_LOCK_TIMEOUT = 120.0
+#: libvirt's QEMU driver pid file, relative to the embed root.
+EMBED_PID_FILE = Path("run") / "qemu" / "driver.pid"
+_PID_FILE_ERROR = re.compile(r"Failed to acquire pid file '([^']+)'")
 
 
 class LibvirtConnectionError(Exception):
@@ -56,23 +83,6 @@ class URIChoice:
 
     uri: str
     reason: str
-
-
-def state_dir() -> Path:
-    """virtdriver's state directory, created if needed.
-
-    ``$VIRTDRIVER_STATE_DIR`` if set, else ``/var/lib/virtdriver`` for root
-    and ``~/.local/state/virtdriver`` for other users.
-    """
-    env = os.environ.get("VIRTDRIVER_STATE_DIR")
-    if env:
-        path = Path(env)
-    elif os.geteuid() == 0:
-        path = Path("/var/lib/virtdriver")
-    else:
-        path = Path.home() / ".local" / "state" / "virtdriver"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def embed_uri(root: Path | str) -> str:
@@ -109,18 +119,26 @@ def _run_event_loop() -> None:
         libvirt.virEventRunDefaultImpl()
 
 
-def open_connection(uri: str | None = None) -> tuple[libvirt.virConnect,
-                                                      URIChoice]:
+def open_connection(uri: str | None = None, *,
+                    lock_timeout: float = EMBED_LOCK_TIMEOUT,
+                    ) -> tuple[libvirt.virConnect, URIChoice]:
     """Open libvirt read-write at ``uri``, or at the best URI for this host.
+
+    Args:
+        uri: the URI to open; ``None`` chooses one (see the module's doc;
+            the embed root is ``state_dir() / "embed"``).
+        lock_timeout: seconds to wait for another process that holds the
+            embed root (see :func:`hold_embed_root`).
 
     Returns the connection and the :class:`URIChoice` that explains it.
 
     Raises:
-        LibvirtConnectionError: the chosen URI did not open.
+        LibvirtConnectionError: the chosen URI did not open, the state
+            directory is unusable, or another process kept the embed root.
     """
     ensure_event_loop()
     if uri:
-        return _open(uri), URIChoice(uri, "given with --uri")
+        return _open(uri, lock_timeout), URIChoice(uri, "given with --uri")
 
     socket = next((s for s in DAEMON_SOCKETS if is_socket(s)), None)
     if socket:
@@ -135,10 +153,16 @@ def open_connection(uri: str | None = None) -> tuple[libvirt.virConnect,
 
     driver, binary = find_qemu_driver(), find_qemu_binary()
     if driver and binary:
-        root = state_dir() / "embed"
+        try:
+            root = state_dir() / "embed"
+        except StateDirError as exc:
+            raise LibvirtConnectionError(
+                "qemu:///embed", exc.problem, exc.hint) from exc
+        # Before prepare_embed_root: another process may be using the root.
+        hold_embed_root(root, timeout=lock_timeout)
         prepare_embed_root(root)
         uri = embed_uri(root)
-        return _open(uri), URIChoice(
+        return _open(uri, lock_timeout), URIChoice(
             uri, f"{no_daemon}; QEMU driver installed ({driver}, {binary})")
 
     missing = "QEMU driver module" if not driver else "qemu-system binary"
@@ -147,11 +171,21 @@ def open_connection(uri: str | None = None) -> tuple[libvirt.virConnect,
                   "qemu:///embed; this is libvirt's built-in fake host")
 
 
-def _open(uri: str) -> libvirt.virConnect:
+def _open(uri: str, lock_timeout: float = EMBED_LOCK_TIMEOUT
+          ) -> libvirt.virConnect:
+    root = embed_root(uri)
+    if root is not None:
+        hold_embed_root(root, timeout=lock_timeout)
     try:
         return libvirt.open(uri)
     except libvirt.libvirtError as exc:
-        raise LibvirtConnectionError(uri, _message(exc), _hint(uri)) from exc
+        message = _message(exc)
+        busy = _PID_FILE_ERROR.search(message)
+        if busy:  # a process that does not take our lock has the root
+            pid_file = Path(busy.group(1))
+            raise _root_busy(uri, root or pid_file.parents[2],
+                             pid_file) from exc
+        raise LibvirtConnectionError(uri, message, _hint(uri)) from exc
 
 
 def _open_with_timeout(uri: str, timeout: float) -> libvirt.virConnect:
@@ -188,6 +222,125 @@ def _hint(uri: str) -> str:
                 "may use its socket (root, or the libvirt group), or pass "
                 "--uri test:///default")
     return "check the URI (see https://libvirt.org/uri.html)"
+
+
+def embed_root(uri: str) -> Path | None:
+    """The ``root`` of a ``qemu:///embed?root=...`` URI; ``None`` for any
+    other URI."""
+    parts = urllib.parse.urlsplit(uri)
+    if parts.scheme != "qemu" or parts.netloc or parts.path != "/embed":
+        return None
+    for param in parts.query.split("&"):
+        name, _, value = param.partition("=")
+        if name == "root" and value:
+            return Path(urllib.parse.unquote(value))
+    return None
+
+
+def embed_lock_path(root: Path | str) -> Path:
+    """The lock file of the embed root ``root``: ``<root>.lock``, beside it
+    (libvirt owns what is inside)."""
+    return Path(os.path.abspath(root) + ".lock")
+
+
+_embed_guard = threading.Lock()
+#: Embed roots this process holds, each until the process exits.
+_embed_held: dict[str, contextlib.ExitStack] = {}
+
+
+def hold_embed_root(root: Path | str, *,
+                    timeout: float = EMBED_LOCK_TIMEOUT) -> None:
+    """Keep other processes off the embed root ``root`` until this process
+    exits.
+
+    Takes ``<root>.lock``, waiting up to ``timeout`` seconds for a process
+    that holds it, then waits (within the same time) for libvirt's pid file
+    in the root to be free, since a holder that is exiting, or one that is
+    not virtdriver, may still have it; libvirt is never asked to open a
+    root that another process holds, because a process whose first embed
+    open failed cannot open one again.  A root this process already holds
+    returns at once.
+
+    Raises:
+        LibvirtConnectionError: another process kept the root for
+            ``timeout`` seconds, or the lock file cannot be opened.
+    """
+    key = os.path.abspath(root)
+    uri = embed_uri(key)
+    with _embed_guard:
+        if key in _embed_held:
+            return
+        deadline = time.monotonic() + timeout
+        hold = contextlib.ExitStack()
+        try:
+            hold.enter_context(filelock.exclusive_lock(
+                embed_lock_path(key), purpose=f"the libvirt embed root {key}",
+                timeout=timeout))
+        except (filelock.LockTimeout, filelock.LockError) as exc:
+            raise LibvirtConnectionError(uri, str(exc), _OWN_ROOT) from exc
+        try:
+            _wait_for_pid_file(Path(key), uri, deadline)
+        except BaseException:
+            hold.close()
+            raise
+        _embed_held[key] = hold
+
+
+_OWN_ROOT = ("or give this process its own embed root: another "
+             "[virtdriver] state_dir or $VIRTDRIVER_STATE_DIR")
+
+
+def _wait_for_pid_file(root: Path, uri: str, deadline: float) -> None:
+    pid_file = root / EMBED_PID_FILE
+    pause = 0.02
+    while _pid_file_locked(pid_file):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _root_busy(uri, root, pid_file)
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, 0.25)
+
+
+def _pid_file_locked(pid_file: Path) -> bool:
+    """Whether another process holds libvirt's lock on ``pid_file``.
+
+    Only for a root this process has not opened: closing any descriptor of
+    a file drops this process's own POSIX locks on it, libvirt's included.
+    """
+    try:
+        fd = os.open(pid_file, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False  # absent (a fresh root), or libvirt will say what is
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)  # libvirt's byte
+    except OSError as exc:
+        return exc.errno in (errno.EAGAIN, errno.EACCES)
+    finally:
+        os.close(fd)
+    return False
+
+
+def _root_busy(uri: str, root: Path, pid_file: Path
+               ) -> LibvirtConnectionError:
+    return LibvirtConnectionError(
+        uri, f"another process holds the embed root {root}: libvirt's pid "
+             f"file {pid_file} is locked{_pid_file_holder(pid_file)}",
+        "wait for that process to finish or stop it, then run again; "
+        + _OWN_ROOT)
+
+
+def _pid_file_holder(pid_file: Path) -> str:
+    """`` by pid 123 (python3 -m ...)`` from the pid file, or ``""``."""
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return ""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return f" by pid {pid}"
+    command = raw.replace(b"\0", b" ").decode(errors="replace").strip()
+    return f" by pid {pid} ({command[:200]})" if command else f" by pid {pid}"
 
 
 def is_socket(path: str) -> bool:
