@@ -39,3 +39,24 @@ def in_ci() -> bool:
     """Whether this runs under CI (CI=true), where nothing may be skipped
     for want of an installed part: the bootstrap installs them all."""
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+@pytest.fixture
+def opened(monkeypatch) -> list[str]:
+    """Every path opened from now on: by ``open``, ``io.open`` (which
+    ``Path.open``, ``read_text`` and ``read_bytes`` use) or ``os.open`` —
+    for tests that prove a file is refused without being read."""
+    import builtins
+    import io
+
+    seen: list[str] = []
+
+    def spy(real):
+        def recording(file, *args, **kwargs):
+            seen.append(str(file))
+            return real(file, *args, **kwargs)
+        return recording
+
+    for module, name in ((io, "open"), (builtins, "open"), (os, "open")):
+        monkeypatch.setattr(module, name, spy(getattr(module, name)))
+    return seen

@@ -3,9 +3,6 @@ one-line message naming the file, its size, the limit and what to do."""
 
 from __future__ import annotations
 
-import builtins
-import io
-import os
 
 import pytest
 
@@ -13,23 +10,6 @@ from tests.corpus import CORPUS
 from virtdriver import cli
 
 HOST = CORPUS / "hostcaps" / "caps-qemu-real-full.xml"
-
-
-@pytest.fixture
-def opened(monkeypatch):
-    """Every path opened from now on (``open``, ``io.open`` — which
-    ``Path.open``, ``read_text`` and ``read_bytes`` use — and ``os.open``)."""
-    seen = []
-
-    def spy(real):
-        def recording(file, *args, **kwargs):
-            seen.append(str(file))
-            return real(file, *args, **kwargs)
-        return recording
-
-    for module, name in ((io, "open"), (builtins, "open"), (os, "open")):
-        monkeypatch.setattr(module, name, spy(getattr(module, name)))
-    return seen
 
 
 @pytest.mark.parametrize("command", [["report"], ["host"],

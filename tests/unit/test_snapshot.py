@@ -103,28 +103,6 @@ def sparse(path, size):
     return path
 
 
-@pytest.fixture
-def opened(monkeypatch):
-    """The paths opened from now on, by ``open``, ``io.open``, ``Path.open``
-    (``read_text``/``read_bytes`` too) or ``os.open``."""
-    import builtins
-    import io
-    import os
-
-    seen = []
-
-    def spy(real):
-        def recording(file, *args, **kwargs):
-            seen.append(str(file))
-            return real(file, *args, **kwargs)
-        return recording
-
-    monkeypatch.setattr(io, "open", spy(io.open))
-    monkeypatch.setattr(builtins, "open", spy(builtins.open))
-    monkeypatch.setattr(os, "open", spy(os.open))
-    return seen
-
-
 @pytest.mark.parametrize("name", ["capabilities.xml", "domcaps-q35.xml"])
 def test_a_2_gib_hand_written_file_is_refused_unread(name, corpus_dir,
                                                      tmp_path, opened):
