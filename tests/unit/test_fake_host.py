@@ -47,7 +47,7 @@ def test_file_descriptions(tmp_path):
     ({"cells": 0}, "cells must be an integer >= 1, not 0"),
     ({"cells": True}, "cells must be an integer >= 1, not True"),
     ({"cells": 1, "sockets": 2}, "unknown field(s) sockets"),
-    ({"cells": 1, "traits": "CUSTOM_X"}, "traits must be a list of strings"),
+    ({"cells": 1, "traits": "CUSTOM_X"}, "traits must be a list of trait names"),
     ({"cells": 1, "memory_mb_per_cell": 1024,
       "pages_per_cell": {1048576: 2}}, "hold 2048 MiB, more than"),
     ([1, 2], "a fake host is a mapping of fields, not list"),
@@ -123,8 +123,8 @@ def test_valid_details_are_kept():
     ({"traits": ["CUSTOM_rack"]},
      "'CUSTOM_rack' is not a valid trait name (custom names must match"),
     ({"traits": {"CUSTOM_A": 1}},
-     "traits must be a list of strings, not {'CUSTOM_A': 1} (dict)"),
-    ({"traits": [7]}, "traits[0] must be a string, not 7 (int)"),
+     "traits must be a list of trait names, not {'CUSTOM_A': 1} (dict)"),
+    ({"traits": [7]}, "traits[0] must be a trait name (a string), not 7 (int)"),
     # "false" turned the capability on.
     ({"capabilities": {"supports_trusted_certs": "false"}},
      "capabilities.supports_trusted_certs must be true or false, not "

@@ -18,7 +18,10 @@ import stat
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import os_traits
 import yaml
+
+from virtdriver.capabilities.traits.names import invalid_reason
 
 #: Largest data file read, in bytes (16 MiB).
 MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -112,6 +115,32 @@ def check_fields(data: Any, known: Iterable[str], where: str, what: str,
         raise error(f"{where}: unknown field(s) {', '.join(unknown)}"
                     f"; known: {', '.join(sorted(known))}")
     return data
+
+
+def check_trait_list(value: Any, where: str, error: type[Exception],
+                     hint: str = "") -> frozenset[str]:
+    """``value`` as a set of valid trait names (os-traits or ``CUSTOM_``).
+
+    Raises:
+        error: ``value`` is not a list of strings (``hint`` appended), or
+            holds a name that is not a valid trait (naming it, why, and a
+            ``CUSTOM_`` spelling where one exists).
+    """
+    if not isinstance(value, (list, tuple)):
+        raise error(f"{where} must be a list of trait names, not "
+                    f"{kind_of(value)}{hint}")
+    for index, name in enumerate(value):
+        if not isinstance(name, str):
+            raise error(f"{where}[{index}] must be a trait name (a string), "
+                        f"not {kind_of(name)}")
+        reason = invalid_reason(name)
+        if reason:
+            custom = os_traits.normalize_name(name)
+            raise error(f"{where}: {name!r} is not a valid trait name "
+                        f"({reason}); use an os-traits name or a custom one"
+                        + (f" such as {custom}" if custom != "CUSTOM_"
+                           else " (CUSTOM_ and capitals)"))
+    return frozenset(value)
 
 
 def kind_of(value: Any) -> str:

@@ -40,17 +40,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-import os_traits
 
 from virtdriver.capabilities.host import (
     CellCPU, CPUTopology, Guest, GuestDomain, HostCapabilities, HostCPU,
     NUMACell, Pages)
 from virtdriver.capabilities.traits.capability_flags import CAPABILITY_TRAITS
 from virtdriver.capabilities.traits.host_traits import hw_arch_trait
-from virtdriver.capabilities.traits.names import invalid_reason
 from virtdriver.cpuset import MAX_CPU_ID
 from virtdriver.drivers.data_files import (
-    check_fields, kind_of, load_data_file)
+    check_fields, check_trait_list, kind_of, load_data_file)
 from virtdriver.resource_tracker.provider import MAX_NAME_LENGTH
 
 _KEYS = {"name", "arch", "cpu", "cells", "cores_per_cell", "threads_per_core",
@@ -285,16 +283,7 @@ def _strings(source: str, name: str, value: Any) -> list[str]:
 
 
 def _traits(source: str, value: Any) -> frozenset[str]:
-    names = _strings(source, "traits", value)
-    for name in names:
-        reason = invalid_reason(name)
-        if reason:
-            hint = os_traits.normalize_name(name)
-            raise FakeHostError(
-                f"{source}: traits: {name!r} is not a valid trait name "
-                f"({reason}); use an os-traits name or a custom one"
-                + (f" such as {hint}" if hint != "CUSTOM_" else ""))
-    return frozenset(names)
+    return check_trait_list(value, f"{source}: traits", FakeHostError)
 
 
 def _pages(source: str, value: Mapping[Any, Any]) -> dict[int, int]:

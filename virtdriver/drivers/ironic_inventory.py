@@ -41,9 +41,8 @@ from typing import Any
 
 import os_resource_classes
 
-from virtdriver.capabilities.traits.names import invalid_reason
 from virtdriver.drivers.data_files import (
-    check_fields, kind_of, load_data_file)
+    check_fields, check_trait_list, kind_of, load_data_file)
 
 #: Provision states in which a node can take (or holds) an instance.
 USABLE_STATES = frozenset({"available", "active"})
@@ -235,18 +234,6 @@ def _checked_resource_class(rc: Any, where: str) -> str:
 
 
 def _traits(values: Any, where: str) -> frozenset[str]:
-    if not isinstance(values, (list, tuple)):
-        hint = ("; for changes give trait_changes: {add: [...], remove: "
-                "[...]}" if isinstance(values, Mapping) else "")
-        raise InventoryError(f"{where} must be a list of trait names, not "
-                             f"{kind_of(values)}{hint}")
-    for index, name in enumerate(values):
-        if not isinstance(name, str):
-            raise InventoryError(f"{where}[{index}] must be a trait name (a "
-                                 f"string), not {kind_of(name)}")
-        reason = invalid_reason(name)
-        if reason:
-            raise InventoryError(f"{where}: {name!r} is not a valid trait "
-                                 f"name ({reason}); use an os-traits name "
-                                 "or a CUSTOM_ one")
-    return frozenset(values)
+    hint = ("; for changes give trait_changes: {add: [...], remove: [...]}"
+            if isinstance(values, Mapping) else "")
+    return check_trait_list(values, where, InventoryError, hint)
