@@ -128,11 +128,11 @@ def check_trait_list(value: Any, where: str, error: type[Exception],
     """
     if not isinstance(value, (list, tuple)):
         raise error(f"{where} must be a list of trait names, not "
-                    f"{kind_of(value)}{hint}")
+                    f"{kind_of(value)}{hint or '; write it as [A, B]'}")
     for index, name in enumerate(value):
         if not isinstance(name, str):
             raise error(f"{where}[{index}] must be a trait name (a string), "
-                        f"not {kind_of(name)}")
+                        f"not {kind_of(name)}; write the name itself")
         reason = invalid_reason(name)
         if reason:
             custom = os_traits.normalize_name(name)
