@@ -152,3 +152,16 @@ def test_loaders_raise_their_own_error_types(tmp_path):
         load_spec(str(path))
     with pytest.raises(InventoryError, match="not UTF-8"):
         load_inventory(path)
+
+
+def test_unknown_fields_of_a_wrong_file_are_quoted_only_in_part(tmp_path):
+    """A wrong path may point at a secret: the error quotes little of it."""
+    secret = "root:$6$saltsalt$" + "h" * 80 + ":19000:0:99999:7:::"
+    path = tmp_path / "shadow"
+    path.write_text(secret + "\n" + "\n".join(
+        f"user{i}:*:19000:0:99999:7:::" for i in range(9)) + "\n")
+    with pytest.raises(FakeHostError) as info:
+        load_spec(str(path))
+    message = str(info.value)
+    assert "h" * 20 not in message
+    assert "(10 in all)" in message

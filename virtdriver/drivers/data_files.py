@@ -112,9 +112,25 @@ def check_fields(data: Any, known: Iterable[str], where: str, what: str,
     known = frozenset(known)
     unknown = sorted(map(str, set(data) - known))
     if unknown:
-        raise error(f"{where}: unknown field(s) {', '.join(unknown)}"
+        # Quote little of what is not ours: the file may be anything
+        # (a wrong path can point at a secret).
+        shown = [_clip(key) for key in unknown[:_KEYS_SHOWN]]
+        if len(unknown) > _KEYS_SHOWN:
+            shown.append(f"… ({len(unknown)} in all)")
+        raise error(f"{where}: unknown field(s) {', '.join(shown)}"
                     f"; known: {', '.join(sorted(known))}")
     return data
+
+
+_KEYS_SHOWN = 5
+_KEY_CHARS = 24
+
+
+def _clip(key: str) -> str:
+    """``key`` if short and plain, else its start and a count."""
+    printable = key.isprintable() and len(key) <= _KEY_CHARS
+    return key if printable else (
+        f"{key[:8]!r}… ({len(key)} characters)")
 
 
 def check_trait_list(value: Any, where: str, error: type[Exception],
