@@ -4,6 +4,11 @@ Pure functions and frozen data, no I/O; the resource tracker calls them under
 its lock.  See ``docs/claims.md``.
 
 * :mod:`.model` — the frozen request model and the exceptions.
+* :mod:`.constraints` — flavor + image properties → :class:`NUMARequest`
+  (parsing in :mod:`.extra_specs`, the split over nodes in :mod:`.topology`).
+* :mod:`.consumption` — what the instance takes from Placement.
+* :mod:`.rebuild` — the no-op rebuild claim's checks.
+* :mod:`.fit` — fitting a request onto a host's NUMA cells.
 """
 
 from virtdriver.claims.model import (
