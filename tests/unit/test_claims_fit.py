@@ -14,6 +14,7 @@ import dataclasses
 import os_resource_classes as orc
 import pytest
 
+from virtdriver.claims.constraints import numa_constraints
 from virtdriver.claims.fit import DoesNotFit, fit
 from virtdriver.claims.model import (
     CPU_DEDICATED, CPU_MIXED, CPU_SHARED, EMULATOR_ISOLATE, PAGE_ANY,
@@ -636,3 +637,52 @@ def test_hand_built_cells_without_siblings_are_lone_cores():
     cell = dataclasses.replace(split_host().cell(0), siblings={})
 
     assert cell_cores(cell) == tuple((cpu,) for cpu in range(16))
+
+
+class TestFromFlavorAndImage:
+    """The path the tracker takes: numa_constraints, then fit and claim."""
+
+    @staticmethod
+    def place(host, extra_specs, image=None, vcpus=4, memory_mb=2048,
+              usage=EMPTY, uuid="i-1") -> InstanceFit:
+        flavor = Flavor(vcpus, memory_mb, extra_specs)
+        return fit(numa_constraints(flavor, image or {}), flavor, host,
+                   usage, cpu_allocation_ratio=RATIO, instance_uuid=uuid)
+
+    def test_a_pinned_isolated_two_node_flavor_on_huge_pages(self):
+        host = pinned_host()
+
+        inst = self.place(host, {"hw:cpu_policy": "dedicated",
+                                 "hw:cpu_thread_policy": "isolate",
+                                 "hw:numa_nodes": "2",
+                                 "hw:mem_page_size": "2MB"})
+
+        assert sorted(c.host_cell for c in inst.cells) == [0, 1]
+        assert all(c.page_size_kib == 2048 and len(c.pinning) == 2
+                   and len(c.reserved_cpus) == 2 for c in inst.cells)
+
+    def test_isolated_emulator_threads_take_a_fifth_cpu(self):
+        host = split_host()
+
+        inst = self.place(host, {"hw:cpu_policy": "dedicated",
+                                 "hw:emulator_threads_policy": "isolate"})
+
+        assert len(inst.host_cpus) == 5 and len(inst.emulator_cpus) == 1
+
+    def test_a_flavor_without_numa_settings_floats(self):
+        inst = self.place(make_host(), {})
+
+        assert inst.cells == () and inst.floating_vcpus == 4
+
+    def test_a_full_host_refuses_naming_the_cells(self):
+        host = split_host()
+        specs = {"hw:cpu_policy": "dedicated"}
+        usage = EMPTY
+        for n in range(4):
+            usage = claim(usage, self.place(host, specs, usage=usage,
+                                            uuid=f"i-{n}"), host)
+
+        with pytest.raises(DoesNotFit, match="cell 0: needs 4 dedicated "
+                           "CPUs, 0 free; cell 1: needs 4 dedicated CPUs, "
+                           "the cell has no dedicated CPUs"):
+            self.place(host, specs, usage=usage, uuid="one-more")
