@@ -20,9 +20,10 @@ from virtdriver.claims.model import (
     CPU_DEDICATED, CPU_MIXED, CPU_SHARED, EMULATOR_ISOLATE, PAGE_ANY,
     PAGE_LARGE, PAGE_SMALL, CellRequest, ClaimError, Flavor, InvalidRequest,
     NUMARequest)
+from virtdriver.claims.capacity import cell_cores, check_capacity
 from virtdriver.claims.usage import (
-    CellFit, ClaimConflict, HostUsage, InstanceFit, UnknownClaim, cell_cores,
-    check_capacity, claim, inventory_usage, release)
+    CellFit, ClaimConflict, HostUsage, InstanceFit, UnknownClaim, claim,
+    inventory_usage, release)
 from virtdriver.conf import PageReservation, PinningConfig
 from virtdriver.drivers.fake_host import load_spec, spec_from_dict
 from virtdriver.drivers.host_resources import (

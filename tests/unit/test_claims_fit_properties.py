@@ -3,7 +3,7 @@ host is never overcommitted, and many threads claiming under one lock (as
 the tracker does) never overcommit either.
 
 The invariants are computed here from the raw fits and the host's cells,
-not with the checks of ``claims.usage``, so a bug shared by the fit and its
+not with the checks of ``claims.capacity``, so a bug shared by the fit and its
 checker still shows:
 
 * no host CPU is taken by two instances; every taken CPU is a dedicated CPU

@@ -24,7 +24,7 @@ semantics are Nova's (``numa_fit_instance_to_host``):
   uses if any, else another free CPU; under ``isolate``, a wholly free core
   whose other threads are reserved too.
 * **Shared vCPUs** go to the cell's shared CPUs within the overcommit
-  (:mod:`~virtdriver.claims.usage` capacity rules).
+  (:mod:`~virtdriver.claims.capacity`).
 * **Memory** per cell, never overcommitted.  No page size or ``small``:
   small-page memory.  An ``int``: pages of that size (the small page size
   means small pages); memory must be whole pages.  ``large``: the largest
@@ -44,9 +44,10 @@ from itertools import chain
 from virtdriver.claims.model import (
     PAGE_ANY, PAGE_LARGE, PAGE_SMALL, THREAD_ISOLATE, THREAD_REQUIRE,
     CellRequest, ClaimError, Flavor, InvalidRequest, NUMARequest, Problem)
+from virtdriver.claims.capacity import (
+    cell_cores, host_small_capacity_mb, shared_limit, small_capacity_mb)
 from virtdriver.claims.usage import (
-    CellFit, CellUsage, ClaimConflict, HostUsage, InstanceFit, cell_cores,
-    host_small_capacity_mb, shared_limit, small_capacity_mb)
+    CellFit, CellUsage, ClaimConflict, HostUsage, InstanceFit)
 from virtdriver.cpuset import format_cpuset
 from virtdriver.drivers.host_resources import CellResources, HostResources
 

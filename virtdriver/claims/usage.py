@@ -11,23 +11,10 @@ Pure, frozen data (no I/O):
   (:class:`CellUsage`) are always derived from the fits, never stored apart,
   so they cannot disagree with them.
 
-:func:`claim` adds a fit, :func:`release` removes one, :func:`check_capacity`
-proves a usage fits a host, :func:`inventory_usage` gives the totals in the
-provider tree's resource classes.  Capacity rules (shared by
-:func:`~virtdriver.claims.fit.fit` and the checks here):
-
-* dedicated host CPUs are taken by one instance each: its pinned vCPUs, its
-  emulator thread CPU and, under thread policy ``isolate``, the other
-  threads of every core it uses;
-* shared vCPUs of a cell stay within ``cpu_allocation_ratio`` × the cell's
-  shared CPUs, over all cells plus floating vCPUs within the ratio × the
-  host's shared CPUs (compared as Placement does: ``used > total × ratio``
-  is over); no one instance has more shared vCPUs than there are shared CPUs;
-* memory is never overcommitted: small-page memory of a cell is its
-  ``memory_mb`` less the memory its huge pages hold (that is not available
-  as small pages), further bounded by its small page pool; huge pages by
-  the pool's available pages.  Floating memory counts against the host's
-  small-page memory as a whole.
+:func:`claim` adds a fit (checked again: no host CPU taken twice and, given
+the host, every capacity rule of :mod:`~virtdriver.claims.capacity`),
+:func:`release` removes one, :func:`inventory_usage` gives the totals in the
+provider tree's resource classes.
 """
 
 from __future__ import annotations
@@ -39,9 +26,10 @@ from typing import Any
 
 import os_resource_classes as orc
 
-from virtdriver.claims.model import THREAD_ISOLATE, ClaimError
+from virtdriver.claims.capacity import check_capacity
+from virtdriver.claims.model import ClaimError
 from virtdriver.cpuset import format_cpuset
-from virtdriver.drivers.host_resources import CellResources, HostResources
+from virtdriver.drivers.host_resources import HostResources
 from virtdriver.drivers.host_tree import page_resource_class
 
 
@@ -318,7 +306,8 @@ def claim(usage: HostUsage, fit: InstanceFit,
     Always checked again: the uuid holds no claim yet and no host CPU is
     taken twice, so a fit computed on stale usage cannot double-pin.  With
     ``host`` (the tracker passes it) also every capacity rule of the module
-    (``cpu_allocation_ratio`` defaults to the host's option).
+    (:mod:`~virtdriver.claims.capacity`; ``cpu_allocation_ratio`` defaults
+    to the host's option).
 
     Raises:
         ClaimConflict: the fit no longer fits; fit it again on ``usage``.
@@ -357,139 +346,6 @@ def release(usage: HostUsage, instance_uuid: str) -> HostUsage:
                            "check the instance uuid")
     return HostUsage({u: f for u, f in usage.instances.items()
                       if u != instance_uuid})
-
-
-# -- capacity ----------------------------------------------------------------
-
-def cell_cores(cell: CellResources) -> tuple[tuple[int, ...], ...]:
-    """The cell's usable CPUs grouped by core (thread siblings together),
-    each core sorted, cores ordered by their first CPU."""
-    usable = cell.pcpus | cell.vcpus
-    parent = {cpu: cpu for cpu in usable}
-
-    def root(cpu: int) -> int:
-        while parent[cpu] != cpu:
-            parent[cpu] = parent[parent[cpu]]
-            cpu = parent[cpu]
-        return cpu
-
-    for cpu in usable:
-        for sibling in cell.siblings.get(cpu, ()):
-            if sibling in usable:
-                parent[root(sibling)] = root(cpu)
-    cores: dict[int, list[int]] = {}
-    for cpu in sorted(usable):
-        cores.setdefault(root(cpu), []).append(cpu)
-    return tuple(sorted(tuple(c) for c in cores.values()))
-
-
-def huge_memory_mb(cell: CellResources) -> int:
-    """MiB the cell's huge pages hold (reserved ones included)."""
-    return sum(p.total * p.size_kib for p in cell.huge_pages.values()) // 1024
-
-
-def small_capacity_mb(cell: CellResources) -> int | None:
-    """Small-page memory guests may use in ``cell``; ``None`` if unknown."""
-    if cell.memory_mb is None:
-        return None
-    capacity = cell.memory_mb - huge_memory_mb(cell)
-    if cell.small_pages is not None:
-        capacity = min(capacity, cell.small_pages.available
-                       * cell.small_pages.size_kib // 1024)
-    return max(capacity, 0)
-
-
-def host_small_capacity_mb(host: HostResources) -> int | None:
-    """Small-page memory over the cells that state it (``None``: none do)."""
-    known = [c for c in map(small_capacity_mb, host.cells) if c is not None]
-    return sum(known) if known else None
-
-
-def shared_limit(cpus: int, ratio: float) -> str:
-    """``N shared CPUs × cpu_allocation_ratio R`` for messages."""
-    return f"{cpus} shared CPUs × cpu_allocation_ratio {ratio:g}"
-
-
-def check_capacity(usage: HostUsage, host: HostResources, *,
-                   cpu_allocation_ratio: float | None = None) -> list[str]:
-    """Every way ``usage`` does not fit ``host`` (module rules); empty if it
-    fits.  Each problem names the instance field or the cell."""
-    ratio = (host.pinning.cpu_allocation_ratio if cpu_allocation_ratio is None
-             else cpu_allocation_ratio)
-    problems = []
-    for uuid, inst in usage.instances.items():
-        problems.extend(_fit_problems(inst, host, f"instances.{uuid}"))
-    for cid, used in usage.cells.items():
-        cell = host.cell(cid)
-        if cell is None:
-            continue  # named above, per instance
-        shared = len(cell.vcpus)
-        if used.shared_vcpus > shared * ratio:
-            problems.append(f"cell {cid}: {used.shared_vcpus} shared vCPUs "
-                            f"placed, above {shared_limit(shared, ratio)}")
-        capacity = small_capacity_mb(cell)
-        if used.small_memory_mb and (capacity is None
-                                     or used.small_memory_mb > capacity):
-            problems.append(f"cell {cid}: {used.small_memory_mb} MiB of small "
-                            f"pages used, above the {capacity or 0} MiB it has")
-        for size, pages in used.pages.items():
-            pool = cell.huge_pages.get(size)
-            if pool is not None and pages > pool.available:
-                problems.append(f"cell {cid}: {pages} pages of {size} KiB "
-                                f"used, above the {pool.available} available")
-    shared = len(host.vcpus)
-    if usage.shared_vcpus > shared * ratio:
-        problems.append(f"host: {usage.shared_vcpus} shared vCPUs placed, "
-                        f"above {shared_limit(shared, ratio)}")
-    capacity = host_small_capacity_mb(host)
-    if usage.floating_memory_mb and (capacity is None
-                                     or usage.small_memory_mb > capacity):
-        problems.append(f"host: {usage.small_memory_mb} MiB of small pages "
-                        f"used, above the {capacity or 0} MiB it has")
-    return problems
-
-
-def _fit_problems(inst: InstanceFit, host: HostResources, where: str
-                  ) -> list[str]:
-    problems = []
-    if inst.floating_vcpus > len(host.vcpus):
-        problems.append(f"{where}.floating: {inst.floating_vcpus} vCPUs, "
-                        f"more than the host's {len(host.vcpus)} shared CPUs")
-    for index, c in enumerate(inst.cells):
-        at = f"{where}.cells[{index}]"
-        cell = host.cell(c.host_cell)
-        if cell is None:
-            problems.append(f"{at}.host_cell: the host has no cell "
-                            f"{c.host_cell}")
-            continue
-        for name, cpus in (("pinning", frozenset(c.pinning.values())),
-                           ("reserved_cpus", c.reserved_cpus),
-                           ("emulator_cpus", c.emulator_cpus)):
-            if stray := cpus - cell.pcpus:
-                problems.append(
-                    f"{at}.{name}: host CPUs {format_cpuset(stray)} are not "
-                    f"dedicated CPUs of host cell {c.host_cell} (dedicated: "
-                    f"{format_cpuset(cell.pcpus) or 'none'})")
-        if len(c.shared_vcpus) > len(cell.vcpus):
-            problems.append(f"{at}.shared_vcpus: {len(c.shared_vcpus)}, more "
-                            f"than the {len(cell.vcpus)} shared CPUs of host "
-                            f"cell {c.host_cell}")
-        size = c.page_size_kib
-        if size is not None and size not in cell.huge_pages:
-            problems.append(f"{at}.page_size_kib: host cell {c.host_cell} has "
-                            f"no {size} KiB huge pages")
-        elif size is not None and c.memory_mb * 1024 % size:
-            problems.append(f"{at}.memory_mb: {c.memory_mb} MiB is not a "
-                            f"whole number of {size} KiB pages")
-        if inst.cpu_thread_policy == THREAD_ISOLATE:
-            taken = c.host_cpus
-            for core in cell_cores(cell):
-                if taken & set(core) and not taken >= set(core):
-                    problems.append(
-                        f"{at}: thread policy isolate, but host CPUs "
-                        f"{format_cpuset(set(core) - taken)} of core "
-                        f"{format_cpuset(core)} are not kept for it")
-    return problems
 
 
 def inventory_usage(usage: HostUsage, host: HostResources

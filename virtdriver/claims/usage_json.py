@@ -16,7 +16,7 @@ Every key is required and no other is allowed; numbers are whole (not
 booleans), CPU ids within :data:`~virtdriver.cpuset.MAX_CPU_ID`, amounts
 within Placement's 2**31-1.  Then the fits must be consistent (no host CPU
 taken twice) and, given the host, fit it by every capacity rule of
-:mod:`virtdriver.claims.usage` — pins outside the host's dedicated CPUs,
+:mod:`virtdriver.claims.capacity` — pins outside the host's dedicated CPUs,
 shared vCPUs over the ratio, pages beyond the pool are refused.  Every
 problem is reported at once, each naming its field.
 """
@@ -27,9 +27,10 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from virtdriver.claims.capacity import check_capacity
 from virtdriver.claims.model import THREAD_POLICIES, ClaimError
 from virtdriver.claims.usage import (
-    CellFit, HostUsage, InstanceFit, check_capacity, overlap_problems)
+    CellFit, HostUsage, InstanceFit, overlap_problems)
 from virtdriver.cpuset import MAX_CPU_ID
 from virtdriver.drivers.host_resources import HostResources
 
