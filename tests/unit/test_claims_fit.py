@@ -147,7 +147,7 @@ class TestThreadPolicies:
         taken = after.instances["i-2"].host_cpus
         assert not taken & usage.instances["i-0"].host_cpus
         error = refusal(host, after, vcpus=1)
-        assert "cell 0: needs 1 dedicated CPUs, 0 free" in str(error)
+        assert "cell 0: needs 1 dedicated CPU, 0 free" in str(error)
 
     def test_isolate_counts_whole_free_cores_in_its_refusal(self):
         host = split_host()
@@ -276,9 +276,9 @@ class TestSharedCPUs:
 
         assert usage.cell(1).shared_vcpus == 32
         error = refusal(host, usage, ratio=2.0, vcpus=1, policy=CPU_SHARED)
-        assert ("cell 1: needs 1 shared vCPUs, 0 free (16 shared CPUs × "
+        assert ("cell 1: needs 1 shared vCPU, 0 free (16 shared CPUs × "
                 "cpu_allocation_ratio 2)") in str(error)
-        assert "cell 0: needs 1 shared vCPUs, the cell has no shared CPUs" \
+        assert "cell 0: needs 1 shared vCPU, the cell has no shared CPUs" \
             in str(error)
 
     def test_one_instance_cannot_overcommit_a_cell_by_itself(self):
@@ -470,8 +470,8 @@ class TestCells:
             fit(numa, Flavor(2, 1024), host, usage, cpu_allocation_ratio=1,
                 instance_uuid="x")
 
-        assert ("cell 0: guest node 0 needs 1 dedicated CPUs, 0 free, guest "
-                "node 1 needs 1 shared vCPUs, the cell has no shared CPUs"
+        assert ("cell 0: guest node 0 needs 1 dedicated CPU, 0 free, guest "
+                "node 1 needs 1 shared vCPU, the cell has no shared CPUs"
                 ) in str(info.value)
 
 
@@ -497,7 +497,7 @@ class TestNoNUMATopology:
 
         error = refusal(host, usage, ratio=1.0, vcpus=1, policy=CPU_SHARED)
 
-        assert "host: needs 1 shared vCPUs, 0 free (16 shared CPUs × " \
+        assert "host: needs 1 shared vCPU, 0 free (16 shared CPUs × " \
                "cpu_allocation_ratio 1)" in str(error)
 
     def test_its_memory_counts_against_the_host_small_pages(self):

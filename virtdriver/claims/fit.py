@@ -104,6 +104,11 @@ def fit(request: NUMARequest | None, flavor: Flavor, host: HostResources,
                      instance_uuid)
 
 
+def _n(count: int, noun: str) -> str:
+    """``1 shared vCPU``, ``2 shared vCPUs``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _check_request(request: NUMARequest, flavor: Flavor) -> None:
     problems = []
     if stray := request.realtime_cpus - request.dedicated_cpus:
@@ -129,14 +134,14 @@ def _host_reasons(host: HostResources, usage: HostUsage, ratio: float,
     reasons = []
     cpus = len(host.vcpus)
     if shared and not cpus:
-        reasons.append(f"host: needs {shared} shared vCPUs, the host has no "
+        reasons.append(f"host: needs {_n(shared, 'shared vCPU')}, the host has no "
                        "shared CPUs")
     elif shared > cpus:
-        reasons.append(f"host: needs {shared} shared vCPUs, more than the "
+        reasons.append(f"host: needs {_n(shared, 'shared vCPU')}, more than the "
                        f"host's {cpus} shared CPUs")
     elif shared and usage.shared_vcpus + shared > cpus * ratio:
         free = max(int(cpus * ratio) - usage.shared_vcpus, 0)
-        reasons.append(f"host: needs {shared} shared vCPUs, {free} free "
+        reasons.append(f"host: needs {_n(shared, 'shared vCPU')}, {free} free "
                        f"({shared_limit(cpus, ratio)})")
     if small_mb:
         capacity = host_small_capacity_mb(host)
@@ -154,7 +159,7 @@ def _fit_numa(request: NUMARequest, host: HostResources, usage: HostUsage,
               ratio: float, uuid: str) -> InstanceFit:
     guests = request.cells
     if len(guests) > len(host.cells):
-        raise DoesNotFit(uuid, [f"host: needs {len(guests)} NUMA cells, it "
+        raise DoesNotFit(uuid, [f"host: needs {_n(len(guests), 'NUMA cell')}, it "
                                 f"has {len(host.cells)}"])
     order = _cell_order(host, usage, request)
     cores = {cell.cell_id: cell_cores(cell) for cell in order}
@@ -227,13 +232,13 @@ def _fit_cell(guest: CellRequest, cell: CellResources,
     if shared := len(guest.shared_cpus):
         cpus = len(cell.vcpus)
         if not cpus:
-            lacks.append(f"{shared} shared vCPUs, the cell has no shared CPUs")
+            lacks.append(f"{_n(shared, 'shared vCPU')}, the cell has no shared CPUs")
         elif shared > cpus:
-            lacks.append(f"{shared} shared vCPUs, more than the cell's {cpus} "
+            lacks.append(f"{_n(shared, 'shared vCPU')}, more than the cell's {cpus} "
                          "shared CPUs")
         elif used.shared_vcpus + shared > cpus * ratio:
             free = max(int(cpus * ratio) - used.shared_vcpus, 0)
-            lacks.append(f"{shared} shared vCPUs, {free} free "
+            lacks.append(f"{_n(shared, 'shared vCPU')}, {free} free "
                          f"({shared_limit(cpus, ratio)})")
     page_size = _pages(guest.memory_mb, request.page_size, cell, used)
     if isinstance(page_size, str):
@@ -252,7 +257,7 @@ def _pack(cell: CellResources, cores: tuple[tuple[int, ...], ...],
     """Pin ``vcpus`` (and one emulator CPU) on ``cell`` (its ``cores``) by
     ``policy``: (pinning, reserved, emulator CPUs), or what it lacks."""
     need = len(vcpus) + emulator
-    label = f"{need} dedicated CPUs"
+    label = _n(need, "dedicated CPU")
     if emulator:
         label += f" ({len(vcpus)} vCPUs + 1 for the emulator threads)"
     if policy in (THREAD_ISOLATE, THREAD_REQUIRE):
@@ -267,7 +272,7 @@ def _pack(cell: CellResources, cores: tuple[tuple[int, ...], ...],
         whole = [core for core, f in zip(cores, free, strict=True)
                  if len(f) == len(core)]
         if len(whole) < need:
-            return f"{label}, {len(whole)} free cores"
+            return f"{label}, {_n(len(whole), 'free core')}"
         pinning = {v: core[0] for v, core in zip(vcpus, whole[:len(vcpus)],
                                                  strict=True)}
         reserved = frozenset(chain(*(core[1:] for core in whole[:need])))
