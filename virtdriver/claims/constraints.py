@@ -223,8 +223,8 @@ def _explicit_cpu_resources(inputs: Inputs, policy: Setting, emulator: Any,
         return policy
     if pinned:
         isolate = emulator == EMULATOR_ISOLATE
-        expected = vcpus + 1 if isolate else vcpus
-        if vcpus is not INVALID and pinned != expected:
+        expected = INVALID if vcpus is INVALID else vcpus + isolate
+        if expected is not INVALID and pinned != expected:
             inputs.refuse(
                 f"flavor {named} does not match the flavor's {vcpus} vCPUs"
                 + (" plus 1 for hw:emulator_threads_policy='isolate'"

@@ -80,7 +80,9 @@ class Inputs:
 
     def _texts(self, where: str, values: Mapping[str, Any]) -> dict[str, str]:
         texts = {}
-        for key, value in values.items():
+        for key, value in sorted(values.items(), key=lambda kv: str(kv[0])):
+            if not isinstance(key, str):
+                continue    # not a property name Glance or Nova could hold
             if isinstance(value, bool):
                 texts[key] = "true" if value else "false"
             elif isinstance(value, (str, int)):
