@@ -79,14 +79,14 @@ class TestRoundTrip:
 
         assert usage.instances["i-0"].pinning == {0: 40, 1: 41}
         assert "instances.i-0.cells[0].pinning: host CPUs 40-41 are not " \
-               "dedicated CPUs of host cell 0" in refused(doc)
+               "dedicated on host cell 0" in refused(doc)
 
     def test_a_changed_host_refuses_claims_it_cannot_hold(self):
         smaller = make_host(dedicated=range(4), shared=range(16, 32))
 
         message = refused(document(), smaller)
 
-        assert "are not dedicated CPUs of host cell 0 (dedicated: 0-3)" \
+        assert "not dedicated on host cell 0 (dedicated: 0-3)" \
             in message
 
 
@@ -94,19 +94,19 @@ class TestRoundTrip:
 HOSTILE = {
     "pin outside the host": (
         lambda d: cell0(d)["pinning"].update({"0": 99}),
-        "instances.i-0.cells[0].pinning: host CPUs 99 are not dedicated "
-        "CPUs of host cell 0"),
+        "instances.i-0.cells[0].pinning: host CPU 99 is not dedicated on "
+        "host cell 0"),
     "two instances on one CPU": (
         lambda d: cell0(d, "pages")["pinning"].update(
             {"0": cell0(d)["pinning"]["0"]}),
         "instances.pages: host CPU 0 is already taken by instance i-0"),
     "isolated siblings given away": (
         lambda d: cell0(d).update(reserved_cpus=[]),
-        "instances.i-0.cells[0]: thread policy isolate, but host CPUs 8 of "
-        "core 0,8 are not kept for it"),
+        "instances.i-0.cells[0]: thread policy isolate, but core 0,8 is not "
+        "kept whole for it (missing: 8)"),
     "pin a shared CPU": (
         lambda d: cell0(d)["pinning"].update({"1": 20}),
-        "host CPUs 20 are not dedicated CPUs of host cell 0"),
+        "host CPU 20 is not dedicated on host cell 0"),
     "a host cell the host lacks": (
         lambda d: cell0(d, "shared").update(host_cell=7),
         "instances.shared.cells[0].host_cell: the host has no cell 7"),

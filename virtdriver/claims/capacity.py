@@ -136,8 +136,8 @@ def _fit_problems(inst: InstanceFit, host: HostResources, where: str
                            ("emulator_cpus", c.emulator_cpus)):
             if stray := cpus - cell.pcpus:
                 problems.append(
-                    f"{at}.{name}: host CPUs {format_cpuset(stray)} are not "
-                    f"dedicated CPUs of host cell {c.host_cell} (dedicated: "
+                    f"{at}.{name}: {_cpus(stray, 'is', 'are')} not "
+                    f"dedicated on host cell {c.host_cell} (dedicated: "
                     f"{format_cpuset(cell.pcpus) or 'none'})")
         if len(c.shared_vcpus) > len(cell.vcpus):
             problems.append(f"{at}.shared_vcpus: {len(c.shared_vcpus)}, more "
@@ -155,7 +155,14 @@ def _fit_problems(inst: InstanceFit, host: HostResources, where: str
             for core in cell_cores(cell):
                 if taken & set(core) and not taken >= set(core):
                     problems.append(
-                        f"{at}: thread policy isolate, but host CPUs "
-                        f"{format_cpuset(set(core) - taken)} of core "
-                        f"{format_cpuset(core)} are not kept for it")
+                        f"{at}: thread policy isolate, but core "
+                        f"{format_cpuset(core)} is not kept whole for it "
+                        f"(missing: {format_cpuset(set(core) - taken)})")
     return problems
+
+
+def _cpus(cpus: set[int] | frozenset[int], one: str, many: str) -> str:
+    """``host CPU 4 is`` or ``host CPUs 4-5 are``."""
+    if len(cpus) == 1:
+        return f"host CPU {format_cpuset(cpus)} {one}"
+    return f"host CPUs {format_cpuset(cpus)} {many}"
