@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import pathlib
 
 import os_resource_classes as orc
 import os_traits
 import pytest
 
 from virtdriver import cli
-from virtdriver.claims.model import Flavor, Instance
+from virtdriver.claims.model import Flavor, Instance, InvalidRequest
 from virtdriver.claims.rebuild import (
     KINDS, Conflict, ProviderDocumentError, ProviderInfo, RebuildRefused,
     check_rebuild, numa_changes, providers_from_tree_json, rebuild_conflicts)
@@ -347,8 +348,10 @@ def test_numa_changes_between_two_topologies():
         {"field": "cpu_thread_policy", "old": "prefer", "new": "isolate"}]
     assert numa_changes(old, old) == []
     assert numa_changes(None, None) == []
-    assert {"field": "cpu_policy", "old": "dedicated", "new": "none"} in \
-        numa_changes(old, None)
+    assert numa_changes(old, None) == [
+        {"field": "numa_nodes", "old": "1", "new": "none"},
+        {"field": "cpu_policy", "old": "dedicated", "new": "shared"},
+        {"field": "cpu_thread_policy", "old": "prefer", "new": "none"}]
 
 
 def test_the_conflict_and_refusal_need_content():
@@ -403,3 +406,49 @@ def test_unusable_provider_documents(document, says):
         providers_from_tree_json(document)
     assert says in str(caught.value)
     assert "; " in str(caught.value)
+
+
+# -- docs/claims.md shows what the code says -------------------------------------
+
+DOC = " ".join((pathlib.Path(__file__).parents[2] / "docs" / "claims.md")
+               .read_text().split())
+
+
+def in_doc(message: str) -> bool:
+    for uuid in (ROOT, NUMA0, NIC_A, SHARED_DISK):
+        message = message.replace(f"({uuid})", "(…)").replace(uuid, "…")
+    return " ".join(message.split()) in DOC
+
+
+@pytest.mark.parametrize("new", [
+    {"hw_numa_nodes": "2"},
+    {"hw_cpu_policy": "dedicated"},
+    {f"trait:{FAST}": "required", f"trait:{GOLD}": "forbidden"},
+    {"hw_numa_nodes": "3"},
+])
+def test_the_documented_examples_are_the_codes(providers, new):
+    conflicts = rebuild_conflicts(instance(), new, providers)
+    assert conflicts
+    for conflict in conflicts:
+        if conflict.kind == "numa" and "hw_cpu_policy" in new:
+            # Shown in the doc as the list of changes only.
+            listed = ", ".join(f"{c['field']} {c['old']} → {c['new']}"
+                               for c in conflict.details["changes"])
+            assert in_doc(listed), listed
+        else:
+            assert in_doc(conflict.message), conflict.message
+
+
+def test_the_documented_cannot_verify_example_is_the_codes(providers):
+    vm = instance(allocations={NUMA0: {orc.VCPU: 4},
+                               SHARED_DISK: {orc.DISK_GB: 10}})
+    (conflict,) = rebuild_conflicts(vm, {"trait:CUSTOM_SSD": "required"},
+                                    providers)
+    assert in_doc(conflict.message), conflict.message
+
+
+def test_the_documented_invalid_request_is_the_codes():
+    with pytest.raises(InvalidRequest) as caught:
+        numa_constraints(Flavor(4, 4096, {"hw:numa_nodes": "3",
+                                          "hw:cpu_policy": "pinned"}), {})
+    assert in_doc(str(caught.value)), str(caught.value)

@@ -190,11 +190,6 @@ def numa_changes(old: NUMARequest | None, new: NUMARequest | None
         # Different node counts: per-node fields would only repeat that.
         before = {k: v for k, v in before.items() if not k.startswith("node")}
         after = {k: v for k, v in after.items() if not k.startswith("node")}
-    if old is None or new is None:
-        # Against no topology at all, a field at its plain value (shared
-        # CPUs, no page size...) says nothing; keep "none → 2" visible.
-        before = {k: v for k, v in before.items() if _DEFAULTS.get(k) != v}
-        after = {k: v for k, v in after.items() if _DEFAULTS.get(k) != v}
     return [{"field": k, "old": before.get(k, "none"),
              "new": after.get(k, "none")}
             for k in dict.fromkeys([*before, *after])
@@ -208,7 +203,8 @@ _DEFAULTS = {"cpu_policy": "shared", "cpu_thread_policy": "none",
 
 def _fields(request: NUMARequest | None) -> dict[str, str]:
     if request is None:
-        return {"numa_nodes": "none"}
+        # No topology: the guest floats on shared CPUs and small pages.
+        return {"numa_nodes": "none", **_DEFAULTS}
     fields = {"numa_nodes": str(len(request.cells))}
     for cell in request.cells:
         fields[f"node{cell.id}.cpus"] = cpus_text(cell.cpus)

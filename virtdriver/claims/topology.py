@@ -34,8 +34,12 @@ def guest_cells(inputs: Inputs, implied: bool, nodes: Any, vcpus: Any,
                 "configure guest NUMA nodes but nothing asks for a NUMA "
                 "topology; set hw:numa_nodes (or remove them)", given)
         return None
-    if INVALID in (nodes, vcpus, memory, dedicated):
+    if INVALID in (nodes, vcpus, memory):
         return None
+    if dedicated is INVALID:
+        # Still check the split; the problem already recorded means these
+        # cells are never returned to the caller.
+        dedicated = frozenset()
     nodes = nodes or 1
     cpu_keys, mem_keys = cpu_values[0], mem_values[0]
     if not cpu_keys and not mem_keys:
