@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.ownership import Ownership
+from virtdriver.drivers.host_resources import HostResources
 from virtdriver.drivers.identity import root_uuid
 
 
@@ -230,6 +231,19 @@ class ComputeDriver(abc.ABC):
         node's ownership.
         """
         return self.ownership
+
+    def node_resources(self, nodename: str) -> HostResources | None:
+        """What ``nodename``'s NUMA cells offer guests (CPUs dedicated and
+        shared, siblings, memory, pages), for instance claims; ``None``
+        when the driver has no NUMA host to claim on (bare metal: a node
+        is taken whole).  The default is ``None``.
+
+        Raises:
+            NodeNotFoundError: ``nodename`` is not one of this driver's
+                nodes.
+        """
+        self.require_node(nodename)
+        return None
 
     #: The :func:`~virtdriver.drivers.identity.root_uuid` scheme this
     #: driver derives its nodes' root uuids with (``"compute-node"`` for

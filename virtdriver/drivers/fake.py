@@ -35,7 +35,7 @@ from virtdriver.drivers.base import (
 from virtdriver.drivers.fake_host import (
     FakeHostError, FakeHostSpec, load_spec, spec_from_dict)
 from virtdriver.drivers.host_resources import (
-    HostResourceError, host_resources)
+    HostResourceError, HostResources, host_resources)
 from virtdriver.drivers.host_tree import publish_host
 from virtdriver.drivers.identity import root_uuid
 
@@ -135,6 +135,11 @@ class FakeDriver(ComputeDriver):
                      resources=self._resources(), report=self._report(),
                      node_uuid=root_uuid(self.root_uuid_kind, nodename),
                      nested=self._nested)
+
+    def node_resources(self, nodename: str) -> HostResources:
+        """The described host's cells, as the tree publishes them."""
+        self.require_node(nodename)
+        return self._resources()
 
     def _ready(self) -> FakeHostSpec:
         if self._spec is None:

@@ -167,6 +167,12 @@ class LibvirtDriver(ComputeDriver):
                      node_uuid=node_uuid(nodename), disk_gb=_disk_gb(),
                      nested=self._nested)
 
+    def node_resources(self, nodename: str) -> HostResources:
+        """The host's NUMA cells as the tree publishes them (from the
+        cached reading)."""
+        self.require_node(nodename)
+        return self._resources(self._reading())[0]
+
     def cleanup_host(self, host: str) -> None:
         """Close the libvirt connection."""
         if self._session is not None:
