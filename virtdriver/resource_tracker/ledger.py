@@ -27,7 +27,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 
-from virtdriver.resource_tracker.state_file import write_atomically
+from virtdriver.resource_tracker.state_file import (
+    Signature, signature, write_atomically)
 
 FORMAT = "virtdriver-trait-ledger"
 VERSION = 1
@@ -172,7 +173,7 @@ class LedgerFile:
                  ) -> None:
         self.path = ledger_path(state_dir, driver_name)
         self.ledger = Ledger()
-        self._signature: tuple[int, ...] | None = None
+        self._signature: Signature | None = None
 
     def read(self) -> Ledger:
         """The ledger as on disk now (a missing file: empty).
@@ -180,10 +181,10 @@ class LedgerFile:
         Raises:
             LedgerError: the file cannot be read or is not a ledger.
         """
-        signature = self._stat()
-        if signature is None or signature != self._signature:
+        now = signature(self.path)
+        if now is None or now != self._signature:
             self.ledger = Ledger.load(self.path)
-            self._signature = signature
+            self._signature = now
         return self.ledger
 
     def save(self, ledger: Ledger) -> None:
@@ -193,18 +194,10 @@ class LedgerFile:
         Raises:
             LedgerError: it cannot be written; the file is unchanged.
         """
-        if ledger != self.ledger or self._stat() is None:
+        if ledger != self.ledger or signature(self.path) is None:
             ledger.save(self.path)
-            self._signature = self._stat()
+            self._signature = signature(self.path)
         self.ledger = ledger
-
-    def _stat(self) -> tuple[int, ...] | None:
-        try:
-            stat = self.path.stat()
-        except OSError:
-            return None
-        return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns,
-                stat.st_ctime_ns)
 
 
 def _entries(path: pathlib.Path, document: object

@@ -1,8 +1,12 @@
-"""Writing a state file so that a crash leaves the old or the new one.
+"""State files: written so a crash leaves the old or the new one, and
+re-read only when another process changed them.
 
 Every file in a state directory (the trait ledger, the claims) is written
-the same way: a temporary file in the same directory, flushed and fsynced,
-``os.replace``d over the old one, then the directory fsynced.
+the same way (:func:`write_atomically`): a temporary file in the same
+directory, flushed and fsynced, ``os.replace``d over the old one, then the
+directory fsynced.  :func:`signature` identifies a version of a file
+cheaply (one ``stat``), so a long-lived tracker re-parses a file only
+after another process saved it.
 """
 
 from __future__ import annotations
@@ -36,6 +40,21 @@ def write_atomically(path: pathlib.Path, text: str) -> None:
         if temp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
+
+
+Signature = tuple[int, int, int, int, int]
+
+
+def signature(path: pathlib.Path) -> Signature | None:
+    """``(device, inode, size, mtime, ctime)`` of ``path``, or ``None``
+    if it does not exist (or cannot be stat'ed).  An atomic replace always
+    changes the inode, so a saved file never keeps its signature."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns,
+            stat.st_ctime_ns)
 
 
 def _fsync_dir(directory: pathlib.Path) -> None:
