@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import copy
 import json
+import pathlib
 
 import pytest
 
 from tests.unit.test_claims_fit import (
-    claim, fill, fit_one, make_host, split_host)
+    claim, fill, fit_one, inventory_usage, make_host, split_host)
 from virtdriver.claims.fit import fit
 from virtdriver.claims.model import CPU_SHARED, ClaimError, Flavor
 from virtdriver.claims.usage import HostUsage, InstanceFit
@@ -216,3 +217,62 @@ def test_a_document_that_is_not_an_object_is_refused(doc):
 
 def test_refusals_are_claim_errors():
     assert issubclass(InvalidClaims, ClaimError)
+
+
+class TestTheDocumentedExamples:
+    """docs/claims.md "Claims on a host" shows what the code does."""
+
+    @staticmethod
+    def section() -> str:
+        text = (pathlib.Path(__file__).resolve().parents[2] / "docs"
+                / "claims.md").read_text()
+        return text.split("## Claims on a host", 1)[1].split("\n## ", 1)[0]
+
+    @staticmethod
+    def blocks(kind: str) -> list[str]:
+        """The fenced blocks of the section in language ``kind``."""
+        found, language, lines = [], None, []
+        for line in TestTheDocumentedExamples.section().splitlines():
+            if line.startswith("```") and language is None:
+                language, lines = line[3:].strip(), []
+            elif line.startswith("```"):
+                if language == kind:
+                    found.append("\n".join(lines))
+                language = None
+            elif language is not None:
+                lines.append(line)
+        return found
+
+    @staticmethod
+    def flat(text: str) -> str:
+        return " ".join(text.split())
+
+    def db_1(self) -> HostUsage:
+        return claim(HostUsage(), fit_one(
+            HOST, HostUsage(), "db-1", vcpus=2, thread="isolate",
+            emulator="isolate", memory_mb=1024, page=2048), HOST)
+
+    def test_the_claims_document_is_the_one_the_code_writes(self):
+        (doc,) = self.blocks("json")
+
+        assert HostUsage.from_json(json.loads(doc), HOST) == self.db_1()
+        assert json.loads(doc) == self.db_1().to_json()
+
+    def test_the_messages_are_the_ones_the_code_gives(self):
+        web_1 = fill(HOST, 1, vcpus=12, memory_mb=2048, page=2048)
+        with pytest.raises(ClaimError) as does_not_fit:
+            fit_one(HOST, web_1, "web-2", vcpus=6, thread="isolate",
+                    memory_mb=4096, page=2048)
+        hostile = self.db_1().to_json()
+        hostile["instances"]["db-1"]["cells"][0]["pinning"]["1"] = 20
+        with pytest.raises(ClaimError) as refused_document:
+            HostUsage.from_json(hostile, HOST)
+        shown = [self.flat(b) for b in self.blocks("")]
+
+        assert self.flat(str(does_not_fit.value)) in shown
+        assert self.flat(str(refused_document.value)) in shown
+
+    def test_the_usage_shown_is_the_one_the_code_gives(self):
+        shown = [self.flat(b) for b in self.blocks("")]
+
+        assert self.flat(str(inventory_usage(self.db_1(), HOST))) in shown
