@@ -15,6 +15,7 @@ from typing import Any
 from virtdriver.capabilities import DomainCapabilities, HostCapabilities
 from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.explain import Explanation
+from virtdriver.claims.usage_json import fit_to_json, usage_to_json
 from virtdriver.cpuset import format_cpuset
 from virtdriver.drivers.libvirt.host import (
     ONLINE_FROM_CAPABILITIES, HostReading, Unknown)
@@ -234,9 +235,12 @@ def render_drivers(drivers: list[DriverInfo], fmt: str) -> str:
         + "  " + row[3] + "\n" for row in [header, *rows])
 
 
-def render_tree(tree: Any, fmt: str) -> str:
-    """A provider tree: Placement-shaped JSON, or an indented outline."""
+def render_tree(tree: Any, fmt: str,
+                usages: Mapping[str, Mapping[str, int]] | None = None) -> str:
+    """A provider tree: Placement-shaped JSON, or an indented outline
+    (with ``usages``, provider uuid → class → used, beside each total)."""
     document = tree.to_json()
+    usages = usages or {}
     if fmt == "json":
         return json.dumps(document, indent=2) + "\n"
     children: dict[str | None, list[dict[str, Any]]] = {}
@@ -248,8 +252,10 @@ def render_tree(tree: Any, fmt: str) -> str:
     def walk(provider: dict[str, Any], depth: int) -> None:
         pad = "  " * depth
         lines.append(f"{pad}{provider['name']} ({provider['uuid']})")
+        used = usages.get(provider["uuid"], {})
         inventory = ", ".join(
             f"{rc} {inv['total']}"
+            + (f" (used {used[rc]})" if used.get(rc) else "")
             + (f" (reserved {inv['reserved']})" if inv["reserved"] else "")
             + (f" x{inv['allocation_ratio']:g}"
                if inv["allocation_ratio"] != 1 else "")
@@ -262,4 +268,80 @@ def render_tree(tree: Any, fmt: str) -> str:
 
     for root in children.get(None, []):
         walk(root, 0)
+    return "\n".join(lines) + "\n"
+
+
+def render_fit(nodename: str, fit: Any, fmt: str) -> str:
+    """One instance's claim: where each guest cell went, what it pinned."""
+    if fmt == "json":
+        return json.dumps({"node": nodename, "claim": fit_to_json(fit)},
+                          indent=2) + "\n"
+    lines = [f"claimed instance {fit.uuid} on node {nodename}"]
+    lines.extend(_fit_lines(fit, "  "))
+    return "\n".join(lines) + "\n"
+
+
+def render_claims(claims: Mapping[str, Any],
+                  usages: Mapping[str, Mapping[str, int]], tree: Any,
+                  fmt: str) -> str:
+    """Every node's claims, per instance and cell, then the tree with what
+    the claims use of each inventory."""
+    if fmt == "json":
+        return json.dumps({
+            "nodes": {node: usage_to_json(usage)["instances"]
+                      for node, usage in sorted(claims.items())},
+            "usages": {uuid: dict(row) for uuid, row in
+                       sorted(usages.items())}}, indent=2) + "\n"
+    lines = []
+    for node, usage in sorted(claims.items()):
+        lines.append(f"node {node}: {len(usage.instances)} claim(s)")
+        for fit in sorted(usage.instances.values(), key=lambda f: f.uuid):
+            lines.append(f"  instance {fit.uuid}")
+            lines.extend(_fit_lines(fit, "    "))
+    if not lines:
+        lines.append("no claims held")
+    return "\n".join(lines) + "\n\n" + render_tree(tree, "text", usages)
+
+
+def _fit_lines(fit: Any, pad: str) -> list[str]:
+    lines = []
+    if fit.floating_vcpus or fit.floating_memory_mb:
+        lines.append(f"{pad}no NUMA topology: {fit.floating_vcpus} shared "
+                     f"vCPU(s), {fit.floating_memory_mb} MiB on the host")
+    for cell in fit.cells:
+        parts = []
+        if cell.pinning:
+            parts.append("pinned " + ", ".join(
+                f"vCPU {v}->CPU {p}" for v, p in sorted(cell.pinning.items())))
+        if cell.shared_vcpus:
+            parts.append(f"shared vCPUs {format_cpuset(cell.shared_vcpus)}")
+        if cell.emulator_cpus:
+            parts.append("emulator threads on CPU "
+                         f"{format_cpuset(cell.emulator_cpus)}")
+        if cell.reserved_cpus:
+            parts.append("siblings kept free "
+                         f"{format_cpuset(cell.reserved_cpus)}")
+        pages = (f" in {cell.page_size_kib} KiB pages"
+                 if cell.page_size_kib else "")
+        parts.append(f"{cell.memory_mb} MiB{pages}")
+        lines.append(f"{pad}guest cell {cell.guest_cell} -> host cell "
+                     f"{cell.host_cell}: " + "; ".join(parts))
+    return lines
+
+
+def render_rebuild(instance_uuid: str, conflicts: list[Any],
+                   fmt: str) -> str:
+    """A rebuild check's answer: ``{allowed, conflicts}`` or a text form."""
+    if fmt == "json":
+        return json.dumps({"instance": instance_uuid,
+                           "allowed": not conflicts,
+                           "conflicts": [c.as_dict() for c in conflicts]},
+                          indent=2) + "\n"
+    if not conflicts:
+        return (f"instance {instance_uuid}: rebuild allowed (NUMA "
+                "constraints, consumption and traits unchanged or "
+                "satisfied)\n")
+    lines = [f"instance {instance_uuid}: rebuild refused, "
+             f"{len(conflicts)} reason(s):"]
+    lines.extend(f"  - [{c.kind}] {c.message}" for c in conflicts)
     return "\n".join(lines) + "\n"

@@ -39,7 +39,7 @@ def check_options(args: argparse.Namespace) -> None:
         raise CommandError(
             "--snapshot replays a recorded host instead of opening libvirt, "
             "so --uri would not apply; give one or the other")
-    if args.command == "report":
+    if hasattr(args, "driver"):       # report and the claims commands
         _check_report(args)
 
 

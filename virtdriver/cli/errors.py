@@ -15,15 +15,22 @@ from collections.abc import Iterable
 from typing import TextIO
 
 from virtdriver.capabilities import CapabilityXMLError
+from virtdriver.claims.documents import InvalidDocument
+from virtdriver.claims.model import ClaimError
+from virtdriver.claims.rebuild import ProviderDocumentError
 from virtdriver.conf import ConfigError
 from virtdriver.drivers.base import DriverError
 from virtdriver.drivers.libvirt.connection import LibvirtConnectionError
 from virtdriver.fakelibvirt.snapshot import SnapshotError
 from virtdriver.filelock import LockError, LockTimeout
+from virtdriver.resource_tracker.claims_file import ClaimsFileError
 from virtdriver.resource_tracker.ledger import LedgerError
 
 #: A bug in virtdriver (an error nobody anticipated).
 EXIT_INTERNAL = 1
+#: A claim or rebuild refused (does not fit, would change the instance):
+#: the answer, not an error of the input files.
+EXIT_REFUSED = 1
 #: Input the user or the host got wrong (bad options, files or XML).
 EXIT_FAILURE = 2
 #: The environment is unreachable: libvirt does not answer, a lock is held.
@@ -50,7 +57,8 @@ class CommandError(Exception):
 
 #: Errors that mean bad input, their messages written for the user.
 KNOWN = (CommandError, DriverError, ConfigError, LedgerError, SnapshotError,
-         CapabilityXMLError, LibvirtConnectionError, LockTimeout, LockError)
+         CapabilityXMLError, LibvirtConnectionError, LockTimeout, LockError,
+         InvalidDocument, ClaimsFileError, ProviderDocumentError)
 #: Errors (also as the cause of a known one) that mean the environment is
 #: unreachable rather than the input wrong.
 UNREACHABLE = (LibvirtConnectionError, LockTimeout)
@@ -67,6 +75,8 @@ def exit_status(exc: BaseException, named: Iterable[str] = ()) -> int | None:
     if isinstance(exc, KNOWN):
         return (EXIT_UNREACHABLE if _caused_by(exc, UNREACHABLE)
                 else EXIT_FAILURE)
+    if isinstance(exc, ClaimError):
+        return EXIT_REFUSED
     if isinstance(exc, OSError) and _on_named_path(exc, named):
         return EXIT_FAILURE
     return None
@@ -86,7 +96,9 @@ def show_error(exc: BaseException, *, debug: bool, err: TextIO,
             print("virtdriver: this is a bug; rerun with --debug for the "
                   "traceback", file=err)
         return EXIT_INTERNAL
-    print(f"virtdriver: {_message(exc)}", file=err)
+    refused = isinstance(exc, ClaimError) and not isinstance(exc, KNOWN)
+    print(f"virtdriver: {'refused: ' if refused else ''}{_message(exc)}",
+          file=err)
     return status
 
 

@@ -12,6 +12,8 @@ from collections.abc import Iterator, Sequence
 from virtdriver import fakelibvirt
 from virtdriver.capabilities.traits.config import TraitConfig
 from virtdriver.cli.checks import check_options
+from virtdriver.cli.claims import COMMANDS as CLAIMS_COMMANDS
+from virtdriver.cli.claims import run_claims_command
 from virtdriver.cli.drivers import run_drivers
 from virtdriver.cli.errors import (
     EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, show_error)
@@ -28,7 +30,7 @@ from virtdriver.fakelibvirt.swap import use_fakelibvirt
 #: Options whose values are paths the user named (an OSError on one of
 #: them is bad input, not a bug).
 PATH_OPTIONS = ("config_file", "host_spec", "inventory", "snapshot",
-                "output", "cpu_map")
+                "output", "cpu_map", "instance", "image", "providers")
 
 
 def main(argv: Sequence[str] | None = None, *,
@@ -87,9 +89,12 @@ def replay_snapshot(args: argparse.Namespace, conf, config: TraitConfig
 
 def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
                      opener: Opener, *, uri_reason: str | None = None) -> int:
-    """``report``, ``explain``, ``host`` or ``snapshot`` on one host."""
+    """``report``, the claims commands, ``explain``, ``host`` or
+    ``snapshot`` on one host."""
     if args.command == "report":
         return run_report(args, conf, uri_reason=uri_reason)
+    if args.command in CLAIMS_COMMANDS:
+        return run_claims_command(args, conf)
     if args.command == "snapshot":
         return run_snapshot(args, config, opener=opener)
     return run_command(args, config, opener=opener)

@@ -102,6 +102,26 @@ def _add_pinning_options(parser: argparse.ArgumentParser) -> None:
                          help="[compute] reserved_huge_pages (repeatable)")
 
 
+def _add_driver_selection(parser: argparse.ArgumentParser) -> None:
+    """--driver and the in-tree drivers' own options (``report`` and the
+    claims commands)."""
+    parser.add_argument("--driver", default="libvirt",
+                        help="driver name (default: libvirt; see "
+                             "`virtdriver drivers`)")
+    parser.add_argument("--host-spec", metavar="SPEC",
+                        help="fake driver: a preset (small, numa2-ht, "
+                             "numa4-large) or a YAML/JSON file "
+                             "(default: small)")
+    parser.add_argument("--inventory", metavar="FILE",
+                        help="ironic driver: the node inventory file")
+    parser.add_argument("--flat", action="store_true",
+                        help="libvirt and fake drivers: everything on "
+                             "the root provider instead of one child "
+                             "per NUMA cell")
+    _add_host_options(parser)
+    _add_pinning_options(parser)
+
+
 def _add_report(commands) -> None:
     report_cmd = commands.add_parser(
         "report", help="the provider tree this host offers schedulers",
@@ -111,21 +131,53 @@ def _add_report(commands) -> None:
                     "every node: inventories and traits.  --format json "
                     "gives Placement's shapes.  Options that the chosen "
                     "driver does not read are refused.")
-    report_cmd.add_argument("--driver", default="libvirt",
-                            help="driver name (default: libvirt; see "
-                                 "`virtdriver drivers`)")
-    report_cmd.add_argument("--host-spec", metavar="SPEC",
-                            help="fake driver: a preset (small, numa2-ht, "
-                                 "numa4-large) or a YAML/JSON file "
-                                 "(default: small)")
-    report_cmd.add_argument("--inventory", metavar="FILE",
-                            help="ironic driver: the node inventory file")
-    report_cmd.add_argument("--flat", action="store_true",
-                            help="libvirt and fake drivers: everything on "
-                                 "the root provider instead of one child "
-                                 "per NUMA cell")
-    _add_host_options(report_cmd)
-    _add_pinning_options(report_cmd)
+    _add_driver_selection(report_cmd)
+
+
+def _add_claims(commands) -> None:
+    listing = commands.add_parser(
+        "claims", help="the instance claims held on this host, per cell",
+        description="Every instance claim the state directory holds, per "
+                    "node and NUMA cell (pinned CPUs, memory, pages), and "
+                    "what they use of each provider's inventory.")
+    _add_driver_selection(listing)
+    claim = commands.add_parser(
+        "claim", help="claim NUMA resources for an instance",
+        description="Fit INSTANCE.json's flavor and image onto a node's "
+                    "NUMA cells and record the claim in the state "
+                    "directory.  Exit 0 claimed, 1 refused (the reason "
+                    "names the cell and what it lacked), 2 unusable input.")
+    claim.add_argument("--instance", required=True, metavar="INSTANCE.json",
+                       help="the instance: uuid, flavor, image, allocations "
+                            "(docs/claims.md)")
+    claim.add_argument("--node", metavar="NAME",
+                       help="the node to claim on (default: the driver's "
+                            "only node)")
+    _add_driver_selection(claim)
+    release = commands.add_parser(
+        "release", help="release an instance's claim",
+        description="Free exactly what an instance's claim took.  Exit 0 "
+                    "released, 1 no such claim, 2 unusable input.")
+    release.add_argument("--instance", required=True,
+                         metavar="UUID|INSTANCE.json",
+                         help="the instance's uuid, or its document")
+    _add_driver_selection(release)
+    rebuild = commands.add_parser(
+        "rebuild-check", help="may an instance be rebuilt with an image?",
+        description="The no-op rebuild claim: would rebuilding "
+                    "INSTANCE.json with IMAGE.json change its NUMA "
+                    "constraints or consumption, or need traits its "
+                    "allocated providers lack?  Prints {allowed, "
+                    "conflicts}.  Exit 0 allowed, 1 refused, 2 unusable "
+                    "input.")
+    rebuild.add_argument("--instance", required=True, metavar="INSTANCE.json")
+    rebuild.add_argument("--image", required=True, metavar="IMAGE.json",
+                         help="the new image: {\"properties\": {...}}")
+    rebuild.add_argument("--providers", metavar="TREE.json",
+                         help="the provider tree (`virtdriver report "
+                              "--format json`); default: this host's")
+    _add_driver_selection(rebuild)
+    rebuild.set_defaults(format="json")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -175,4 +227,5 @@ def build_parser() -> argparse.ArgumentParser:
                                    "to replace; written whole or not at all")
     _add_host_options(snapshot_cmd, replay=False, output=False)
     _add_report(commands)
+    _add_claims(commands)
     return parser

@@ -32,9 +32,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from virtdriver.capabilities.traits.ownership import Ownership
+from virtdriver.claims.model import Instance
+from virtdriver.claims.rebuild import ProviderInfo
+from virtdriver.claims.usage import HostUsage, InstanceFit
 from virtdriver.drivers.base import ComputeDriver, DriverError
 from virtdriver.drivers.identity import is_derived_child
 from virtdriver.filelock import DEFAULT_TIMEOUT, exclusive_lock
+from virtdriver.resource_tracker.claims_file import ClaimsFile
+from virtdriver.resource_tracker.instance_claims import (
+    all_claims, check_rebuild_claim, claim_instance, provider_usages,
+    release_instance)
 from virtdriver.resource_tracker.ledger import Ledger, LedgerFile
 from virtdriver.resource_tracker.provider import ProviderData
 from virtdriver.resource_tracker.provider_tree import ProviderTree
@@ -134,6 +141,8 @@ class ResourceTracker:
         self._ledger_file = LedgerFile(self.state_dir, self.driver_name)
         self.ledger_path = self._ledger_file.path
         self.lock_path = self.state_dir / LOCK_FILE
+        self._claims_file = ClaimsFile(self.state_dir, self.driver_name)
+        self.claims_path = self._claims_file.path
         self._lock_timeout = lock_timeout
         # Uuids of providers this driver created or updated as its nodes'
         # in this process: proof of ownership no file edit can forge.
@@ -228,6 +237,63 @@ class ResourceTracker:
         if errors:
             raise UpdateAllError(results, errors)
         return results
+
+    # -- instance claims ------------------------------------------------------
+
+    def instance_claim(self, instance: Instance, nodename: str
+                       ) -> InstanceFit:
+        """Fit ``instance`` onto ``nodename``'s NUMA cells and record it.
+
+        Serialised with every other claim, release and update on the state
+        directory (threads and processes alike), so claims never
+        overcommit; persisted before it returns.  See ``docs/claims.md``.
+
+        Raises:
+            InvalidRequest: the flavor and image make no valid request.
+            DoesNotFit: nothing fits; which cell lacked what.
+            ClaimError: already claimed, no NUMA host, bad claims file.
+            LockTimeout: another process held the state directory.
+        """
+        with self._state_lock(), self.tree.lock:
+            return claim_instance(self.driver, self._claims_file, instance,
+                                  nodename)
+
+    def release(self, instance_uuid: str) -> str:
+        """Free exactly what ``instance_uuid`` claimed; return its node.
+
+        Raises:
+            UnknownClaim: it holds no claim here.
+        """
+        with self._state_lock(), self.tree.lock:
+            return release_instance(self.driver, self._claims_file,
+                                    instance_uuid)
+
+    def claims(self) -> dict[str, HostUsage]:
+        """nodename → the claims held on it (as persisted)."""
+        with self._state_lock():
+            return all_claims(self.driver, self._claims_file)
+
+    def usages(self) -> dict[str, Mapping[str, int]]:
+        """Provider uuid → resource class → amount claims use."""
+        with self._state_lock(), self.tree.lock:
+            return provider_usages(self.driver, self._claims_file,
+                                   self.tree)
+
+    def rebuild_claim(self, instance: Instance,
+                      new_image_properties: Mapping[str, object], *,
+                      sharing: Mapping[str, ProviderInfo] | None = None
+                      ) -> None:
+        """The no-op rebuild claim: consumes and changes nothing.
+
+        Returns when ``instance`` may be rebuilt with the new image; else
+        raises :class:`~virtdriver.claims.rebuild.RebuildRefused` carrying
+        every reason (NUMA constraints or consumption that would change,
+        image traits its allocated providers lack or forbid).  Traits come
+        from this tree for allocated providers in it, from ``sharing`` for
+        providers outside it.
+        """
+        check_rebuild_claim(instance, new_image_properties,
+                            self.tree.snapshot(), sharing)
 
     # -- one node -------------------------------------------------------------
 

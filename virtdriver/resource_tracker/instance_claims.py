@@ -1,0 +1,178 @@
+"""Instance claims on a tracker's nodes: fit, record, release, rebuild.
+
+The pure rules live in :mod:`virtdriver.claims`; this module applies them
+to a driver's nodes and the claims file, for :class:`~.tracker.
+ResourceTracker` (which calls it holding the state directory's lock and
+the tree's, so claims from many threads and processes are serialised and
+never overcommit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from virtdriver.claims.constraints import numa_constraints
+from virtdriver.claims.fit import fit
+from virtdriver.claims.model import ClaimError, Instance
+from virtdriver.claims.rebuild import ProviderInfo, check_rebuild
+from virtdriver.claims.usage import (
+    HostUsage, InstanceFit, UnknownClaim, claim, inventory_usage, release)
+from virtdriver.drivers.base import ComputeDriver
+from virtdriver.drivers.host_resources import HostResources
+from virtdriver.drivers.host_tree import cell_provider_name
+from virtdriver.resource_tracker.claims_file import ClaimsFile
+from virtdriver.resource_tracker.snapshot import TreeReader
+
+
+class NotClaimable(ClaimError):
+    """The node has no NUMA host to claim on (a bare-metal node is taken
+    whole, through its Placement allocation)."""
+
+
+def host_of(driver: ComputeDriver, nodename: str) -> HostResources:
+    """``nodename``'s NUMA cells.
+
+    Raises:
+        NotClaimable: the driver has none for it.
+        NodeNotFoundError: not one of the driver's nodes.
+    """
+    host = driver.node_resources(nodename)
+    if host is None:
+        raise NotClaimable(
+            f"node {nodename!r} has no NUMA cells to claim on (driver "
+            f"{type(driver).__name__}); its instances take the whole node "
+            "through their Placement allocation, nothing to claim here")
+    return host
+
+
+def claim_instance(driver: ComputeDriver, claims: ClaimsFile,
+                   instance: Instance, nodename: str) -> InstanceFit:
+    """Fit ``instance`` on ``nodename`` and record the claim.
+
+    Raises:
+        InvalidRequest: the flavor and image make no valid request.
+        DoesNotFit: no cell arrangement fits (every cell's reason).
+        ClaimConflict: the instance already holds a claim on some node.
+        NotClaimable, NodeNotFoundError, ClaimsFileError.
+    """
+    host = host_of(driver, nodename)
+    holder = _holder(claims, instance.uuid)
+    if holder is not None:
+        raise ClaimError(
+            f"instance {instance.uuid} already holds a claim on node "
+            f"{holder!r}; release it there first (a rebuild claims "
+            "nothing: use rebuild_claim)")
+    usage = claims.usage(nodename, host)
+    request = numa_constraints(instance.flavor, instance.image_properties)
+    found = fit(request, instance.flavor, host, usage,
+                cpu_allocation_ratio=host.pinning.cpu_allocation_ratio,
+                instance_uuid=instance.uuid)
+    updated = claim(usage, found, host)
+    claims.save({**_all(driver, claims), nodename: updated})
+    return found
+
+
+def release_instance(driver: ComputeDriver, claims: ClaimsFile,
+                     instance_uuid: str) -> str:
+    """Free exactly what ``instance_uuid`` took; return its node.
+
+    Raises:
+        UnknownClaim: no node holds a claim of it.
+    """
+    nodename = _holder(claims, instance_uuid)
+    if nodename is None:
+        raise UnknownClaim(
+            f"instance {instance_uuid} holds no claim on this host's nodes "
+            f"({_held(claims)}); nothing to release, check the uuid")
+    usages = _all(driver, claims)
+    usages[nodename] = release(usages[nodename], instance_uuid)
+    claims.save(usages)
+    return nodename
+
+
+def all_claims(driver: ComputeDriver, claims: ClaimsFile
+               ) -> dict[str, HostUsage]:
+    """nodename → its claims, each checked against its host."""
+    return _all(driver, claims)
+
+
+def provider_usages(driver: ComputeDriver, claims: ClaimsFile,
+                    tree: TreeReader) -> dict[str, Mapping[str, int]]:
+    """Provider uuid → resource class → amount used by claims, for the
+    providers the tree has (a cell's child provider, or the root for a
+    flat tree and for instances without a NUMA topology)."""
+    result: dict[str, dict[str, int]] = {}
+    for nodename, usage in _all(driver, claims).items():
+        host = driver.node_resources(nodename)
+        if host is None or not tree.exists(nodename):
+            continue
+        root = tree.data(nodename).uuid
+        for cell_id, row in inventory_usage(usage, host).items():
+            name = (None if cell_id is None
+                    else cell_provider_name(nodename, cell_id))
+            target = (tree.data(name).uuid if name and tree.exists(name)
+                      else root)
+            into = result.setdefault(target, {})
+            for rc, amount in row.items():
+                into[rc] = into.get(rc, 0) + amount
+    return {uuid: MappingProxyType(row) for uuid, row in result.items()}
+
+
+def check_rebuild_claim(instance: Instance,
+                        new_image_properties: Mapping[str, Any],
+                        tree: TreeReader,
+                        sharing: Mapping[str, ProviderInfo] | None = None
+                        ) -> None:
+    """The no-op rebuild claim: refuse (every reason) or return.
+
+    Allocated providers are looked up in ``tree`` (their traits and their
+    tree's root), then in ``sharing`` (providers outside the tree, such as
+    a sharing storage provider, with their traits).
+
+    Raises:
+        RebuildRefused: carrying every conflict.
+    """
+    extra = dict(sharing or {})
+
+    def lookup(uuid: str) -> ProviderInfo | None:
+        if tree.exists(uuid):
+            data = tree.data(uuid)
+            return ProviderInfo(data.traits, data.root_uuid, data.name)
+        return extra.get(uuid)
+
+    check_rebuild(instance, new_image_properties, lookup)
+
+
+def _all(driver: ComputeDriver, claims: ClaimsFile) -> dict[str, HostUsage]:
+    usages = {}
+    for nodename in claims.nodes():
+        usages[nodename] = claims.usage(nodename, _host_or_none(
+            driver, nodename))
+    return usages
+
+
+def _host_or_none(driver: ComputeDriver, nodename: str
+                  ) -> HostResources | None:
+    """The node's host, to check its claims against; ``None`` (check the
+    document alone) for a node the driver no longer has."""
+    if nodename not in driver.get_available_nodes():
+        return None
+    return driver.node_resources(nodename)
+
+
+def _holder(claims: ClaimsFile, instance_uuid: str) -> str | None:
+    for nodename, document in claims.nodes().items():
+        instances = document.get("instances") if isinstance(
+            document, dict) else None
+        if isinstance(instances, dict) and instance_uuid in instances:
+            return nodename
+    return None
+
+
+def _held(claims: ClaimsFile) -> str:
+    count = sum(len(d.get("instances", {})) for d in claims.nodes().values()
+                if isinstance(d, dict))
+    return f"{count} claim(s) held" if count else "no claims held"
+
