@@ -1,0 +1,114 @@
+"""The sync's ``owned_for`` callable, from a resource tracker.
+
+:class:`TrackerOwnership` answers, per provider uuid, what the provider's
+node owns — the same proof the tracker uses (``docs/resource-tracker.md``):
+
+* a root whose name is one of the driver's nodes (or whose uuid the driver
+  derives for its name, :meth:`ComputeDriver.recognizes_root`) is the
+  node's, owned by ``driver.ownership_for(node)``;
+* a child is the node's if its uuid is derived from its parent's and its
+  name (:func:`~virtdriver.drivers.identity.is_derived_child`) and its
+  parent is the node's;
+* anything else in the tree is someone else's: ``None``, never written;
+* a provider the tracker *removed* (its update results' diffs list it as
+  deleted) stays vouched for until a sync has deleted it, so gone nodes
+  leave Placement too — nothing else outside the tree is vouched for.
+
+Traits the tracker removed are owned until a sync confirmed them gone —
+a driver may stop owning a name once it stopped setting it (the ironic
+driver forgets an inspection trait the data no longer names), yet
+Placement must still lose it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from virtdriver.capabilities.traits.ownership import Ownership
+from virtdriver.drivers.base import DriverError
+from virtdriver.drivers.identity import is_derived_child
+from virtdriver.placement.result import SyncResult
+from virtdriver.resource_tracker.tracker import ResourceTracker, UpdateResult
+
+
+class TrackerOwnership:
+    """``owned_for`` for :func:`~virtdriver.placement.sync.sync` over a
+    tracker's tree.
+
+    Call :meth:`note` with each update's results, pass :attr:`gone` as the
+    sync's ``remove``, and :meth:`synced` with the sync's result.
+    """
+
+    def __init__(self, tracker: ResourceTracker) -> None:
+        self.tracker = tracker
+        self._removed: dict[str, set[str]] = {}
+        self._gone: set[str] = set()
+        self._cache: dict[str, Ownership | None] = {}
+        self._nodes: frozenset[str] | None = None
+
+    def note(self, results: UpdateResult | Mapping[str, UpdateResult]
+             | Iterable[UpdateResult]) -> None:
+        """Remember what the tracker's update removed (traits, providers)
+        until a sync confirms it in Placement."""
+        if isinstance(results, UpdateResult):
+            results = [results]
+        elif isinstance(results, Mapping):
+            results = results.values()
+        for result in results:
+            for change in result.diff:
+                if change.deleted:
+                    self._gone.add(change.uuid)
+                    self._removed.pop(change.uuid, None)
+                elif change.traits_removed:
+                    self._removed.setdefault(change.uuid, set()).update(
+                        change.traits_removed)
+        self._cache.clear()
+        self._nodes = None
+
+    @property
+    def gone(self) -> tuple[str, ...]:
+        """Providers the tracker removed that a sync has not deleted yet."""
+        return tuple(sorted(self._gone))
+
+    def synced(self, result: SyncResult) -> None:
+        """Forget what ``result`` settled: traits of providers that synced
+        without error, providers deleted or already gone."""
+        if result.pending or result.reason is not None:
+            return
+        failed = {o.uuid for o in result.errors}
+        for uuid in list(self._removed):
+            if uuid not in failed:
+                del self._removed[uuid]
+        kept = {o.uuid for o in result.kept}
+        self._gone &= kept
+        self._cache.clear()
+        self._nodes = None
+
+    def __call__(self, uuid: str) -> Ownership | None:
+        if uuid not in self._cache:
+            owned = self._node_ownership(uuid)
+            removed = self._removed.get(uuid)
+            if owned is not None and removed:
+                owned = owned.union(Ownership(frozenset(removed)))
+            self._cache[uuid] = owned
+        return self._cache[uuid]
+
+    def _node_ownership(self, uuid: str) -> Ownership | None:
+        """The ownership of the node ``uuid`` belongs to, or ``None``."""
+        tree, driver = self.tracker.tree, self.tracker.driver
+        if not tree.exists(uuid):
+            return driver.ownership if uuid in self._gone else None
+        record = tree.data(uuid)
+        if record.parent_uuid is not None:
+            if not is_derived_child(uuid, record.name, record.parent_uuid):
+                return None
+            return self._node_ownership(record.parent_uuid)
+        try:
+            if self._nodes is None:
+                self._nodes = frozenset(driver.get_available_nodes())
+            if record.name not in self._nodes and not \
+                    driver.recognizes_root(record.name, uuid):
+                return None
+            return driver.ownership_for(record.name)
+        except DriverError:
+            return None

@@ -1,0 +1,613 @@
+"""Make Placement equal a provider tree: few requests, generation-safe.
+
+:func:`sync` takes a tree (or a snapshot of one), a client, the caller's
+ownership callable and the sync state, and, in this order:
+
+1. **lists** the trees it manages — one ``GET
+   /resource_providers?in_tree=<root>`` per root (one unfiltered ``GET
+   /resource_providers`` when there are more than ``list_all_above``
+   roots) — which gives every provider's generation;
+2. **deletes** providers gone from the tree, children first, each only if
+   ``owned_for`` vouches for it (a state file never does); one that still
+   has allocations is kept, and the result says so;
+3. **creates and updates** the tree's providers, parents first: a new one
+   is created with its parent; for one that exists, what it holds is taken
+   from the state when Placement lists it at the generation the state
+   recorded, and read (inventories, traits, aggregates) otherwise; then
+   only the parts that differ are replaced (:mod:`~.plan`), at the
+   generation last seen, ``CUSTOM_`` traits and resource classes created
+   first.
+
+A generation conflict (409) re-reads only that provider, recomputes and
+retries, ``attempts`` times in all with jittered exponential backoff; then
+that provider fails with a clear error and the others still sync.
+Placement unreachable or failing (5xx) stops the sync: the result is
+*pending*, what was done is recorded, nothing is retried in a loop — the
+next call catches up.  ``docs/placement.md`` has the whole story.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import pathlib
+import random
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
+
+from virtdriver.capabilities.traits.ownership import Ownership
+from virtdriver.placement.client import PlacementClient
+from virtdriver.placement.errors import (
+    GenerationConflict, InventoryInUse, PlacementError,
+    PlacementRequestError, PlacementUnavailable, ProviderInUse,
+    ProviderNotFound, UnknownName)
+from virtdriver.placement.plan import (
+    ProviderPlan, custom_names, deletion_order, inventory_from_placement,
+    plan_provider)
+from virtdriver.placement.result import ProviderOutcome, SyncResult
+from virtdriver.placement.state import Known, SyncState, SyncStateFile
+from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.resource_tracker.snapshot import TreeReader
+
+LOG = logging.getLogger(__name__)
+
+#: ``owned_for(uuid)``: what the provider's node owns, or ``None`` when
+#: the provider is not the caller's (never created, written or deleted).
+OwnedFor = Callable[[str], Ownership | None]
+#: Attempts per provider before a generation conflict is given up.
+DEFAULT_ATTEMPTS = 5
+#: Mean delay before the first retry, in seconds; doubled each time.
+DEFAULT_BACKOFF = 0.05
+_MAX_DELAY = 2.0
+#: Above this many roots one unfiltered listing replaces one per root.
+LIST_ALL_ABOVE = 8
+_PARTS = ("inventories", "traits", "aggregates")
+
+
+class Listed(NamedTuple):
+    """A provider as ``GET /resource_providers`` lists it."""
+
+    uuid: str
+    name: str
+    generation: int
+    parent_uuid: str | None
+    root_uuid: str
+
+
+def sync(tree: TreeReader, client: PlacementClient, *, owned_for: OwnedFor,
+         state: SyncState, remove: Iterable[str] = (), dry_run: bool = False,
+         attempts: int = DEFAULT_ATTEMPTS, backoff: float = DEFAULT_BACKOFF,
+         list_all_above: int = LIST_ALL_ABOVE,
+         sleep: Callable[[float], None] = time.sleep) -> SyncResult:
+    """Make Placement equal ``tree`` (module doc); update ``state``.
+
+    Args:
+        tree: a ``ProviderTree`` or ``TreeSnapshot`` (snapshotted once, so
+            the tree may change meanwhile).
+        client: the Placement client.
+        owned_for: per provider uuid, the ownership of its node, or
+            ``None`` for a provider that is not the caller's.  Asked also
+            for providers gone from the tree: only those it vouches for
+            are deleted.
+        state: what the last sync saw; updated in place (save it with
+            :class:`~.state.SyncStateFile`, or use :class:`Syncer`).
+        remove: uuids the caller knows are gone (a tracker's diff
+            deletions) and wants deleted even if the state does not list
+            them; ``owned_for`` must vouch for them too.
+        dry_run: read, plan and report; write nothing.
+        attempts: per provider, attempts before a generation conflict is
+            reported as an error.
+        backoff: mean delay before the first retry (doubled, jittered).
+        list_all_above: list all providers at once above this many roots.
+        sleep: how to wait between retries (tests pass a recorder).
+
+    Returns:
+        A :class:`~.result.SyncResult`; never raises for Placement's
+        failures (pending or per-provider errors instead).
+    """
+    run = _Run(tree.snapshot(), client, owned_for, state, remove=remove,
+               dry_run=dry_run, attempts=max(1, attempts), backoff=backoff,
+               list_all_above=list_all_above, sleep=sleep)
+    return run.execute()
+
+
+class Syncer:
+    """What a long-lived agent keeps between cycles: the client and the
+    state directory's sync state (reloaded only when another process
+    rewrote it), used under the directory's lock.
+
+    Args:
+        client: the Placement client.
+        state_dir: holds ``placement-sync.json`` and the lock file the
+            ledger uses, so a CLI run and an agent sharing it take turns.
+        lock_timeout: seconds to wait for the lock (default 30).
+        options: defaults for :func:`sync`'s keyword arguments.
+    """
+
+    def __init__(self, client: PlacementClient, state_dir: pathlib.Path | str,
+                 *, lock_timeout: float | None = None, **options: Any
+                 ) -> None:
+        self.client = client
+        kwargs = {} if lock_timeout is None else {
+            "lock_timeout": lock_timeout}
+        self.state_file = SyncStateFile(state_dir, **kwargs)
+        self.options = options
+
+    def sync(self, tree: TreeReader, *, owned_for: OwnedFor,
+             **options: Any) -> SyncResult:
+        """:func:`sync` with this syncer's state, loaded and saved under
+        the state directory's lock.
+
+        Raises:
+            LockTimeout, LockError: the directory's lock (naming the
+                holder); nothing was sent.
+        """
+        with self.state_file.locked() as state:
+            return sync(tree, self.client, owned_for=owned_for, state=state,
+                        **{**self.options, **options})
+
+
+def sync_state_dir(tree: TreeReader, client: PlacementClient, *,
+                   owned_for: OwnedFor, state_dir: pathlib.Path | str,
+                   lock_timeout: float | None = None,
+                   **options: Any) -> SyncResult:
+    """One :meth:`Syncer.sync` (a CLI run).  Aggregates are taken away
+    only by the process that set them, so a one-shot run never removes
+    one; keep a :class:`Syncer` where that matters."""
+    return Syncer(client, state_dir, lock_timeout=lock_timeout).sync(
+        tree, owned_for=owned_for, **options)
+
+
+class _Outcome:
+    """A mutable :class:`ProviderOutcome` while the sync runs."""
+
+    def __init__(self, uuid: str, name: str) -> None:
+        self.fields: dict[str, Any] = {"uuid": uuid, "name": name}
+        self.inventory: dict = {}
+        self.sets = {k: set() for k in (
+            "traits_added", "traits_removed", "aggregates_added",
+            "aggregates_removed", "removed_by_others", "added_by_others")}
+
+    def record(self, plan: ProviderPlan, parts: Iterable[str]) -> None:
+        """Note what ``plan`` changed in ``parts`` (written, or planned in
+        a dry run)."""
+        parts = set(parts)
+        if "inventories" in parts:
+            self.inventory.update(plan.inventory_changes)
+        for part, added, removed in (
+                ("traits", plan.traits_added, plan.traits_removed),
+                ("aggregates", plan.aggregates_added,
+                 plan.aggregates_removed)):
+            if part in parts:
+                self._change(part, added, removed)
+
+    def _change(self, part: str, added: Iterable[str],
+                removed: Iterable[str]) -> None:
+        plus, minus = self.sets[f"{part}_added"], self.sets[f"{part}_removed"]
+        for name in added:
+            minus.discard(name) if name in minus else plus.add(name)
+        for name in removed:
+            plus.discard(name) if name in plus else minus.add(name)
+
+    def drift(self, plan: ProviderPlan) -> None:
+        self.sets["removed_by_others"] |= plan.removed_by_others
+        self.sets["added_by_others"] |= plan.added_by_others
+
+    def error(self, message: str) -> None:
+        previous = self.fields.get("error")
+        self.fields["error"] = f"{previous}; {message}" if previous \
+            else message
+
+    def build(self) -> ProviderOutcome:
+        return ProviderOutcome(
+            **self.fields, inventory=self.inventory,
+            **{k: frozenset(v) for k, v in self.sets.items()})
+
+
+class _GiveUp(Exception):
+    """A provider's generation kept moving: stop retrying it."""
+
+
+class _Run:
+    """One sync (see :func:`sync`)."""
+
+    def __init__(self, snapshot: TreeReader, client: PlacementClient,
+                 owned_for: OwnedFor, state: SyncState, *,
+                 remove: Iterable[str], dry_run: bool, attempts: int,
+                 backoff: float, list_all_above: int,
+                 sleep: Callable[[float], None]) -> None:
+        self.tree = snapshot
+        self.client = client
+        self.owned_for = owned_for
+        self.state = state
+        self.remove = tuple(remove)
+        self.dry_run = dry_run
+        self.attempts = attempts
+        self.backoff = backoff
+        self.list_all_above = list_all_above
+        self.sleep = sleep
+        self.outcomes: dict[str, _Outcome] = {}
+        self.conflicts = 0
+        self.missing: set[str] = set()   # desired, not in Placement
+        self.foreign: list[str] = []
+
+    # -- the whole run ------------------------------------------------------
+
+    def execute(self) -> SyncResult:
+        started, before = time.monotonic(), self.client.counts
+        notes = [self.state.note] if self.state.note else []
+        pending, reason = False, None
+        try:
+            self._run()
+        except PlacementUnavailable as exc:
+            pending, reason = True, str(exc)
+            LOG.warning("placement sync pending: %s", exc)
+        except PlacementError as exc:   # e.g. too old a microversion
+            reason = str(exc)
+            LOG.error("placement sync failed: %s", exc)
+        return SyncResult(
+            outcomes=tuple(o.build() for o in self.outcomes.values()),
+            pending=pending, reason=reason,
+            counts=self.client.counts - before, conflicts=self.conflicts,
+            seconds=time.monotonic() - started, foreign=tuple(self.foreign),
+            notes=tuple(notes), dry_run=self.dry_run)
+
+    def _run(self) -> None:
+        state = self.state
+        state.bind(self.client.endpoint)
+        if state.microversion:
+            self.client.adopt_microversion(state.microversion)
+        desired = self.tree.providers()
+        self.own = {p.uuid: self.owned_for(p.uuid) for p in desired}
+        managed = [p for p in desired if self.own[p.uuid] is not None]
+        self.foreign.extend(p.uuid for p in desired
+                            if self.own[p.uuid] is None)
+        roots = list(dict.fromkeys(p.root_uuid for p in managed))
+        listed = self._list(roots)
+        state.microversion = self.client.microversion
+        ours = {p.uuid for p in desired}
+        self._delete_gone(listed, ours, set(roots))
+        for provider in managed:
+            self._sync_provider(provider, listed.get(provider.uuid))
+        managed_uuids = {p.uuid for p in managed}
+        for uuid in list(state.providers):
+            if uuid not in managed_uuids:
+                del state.providers[uuid]
+        for uuid in list(state.wrote_aggregates):
+            if uuid not in managed_uuids:
+                del state.wrote_aggregates[uuid]
+
+    def _outcome(self, uuid: str, name: str) -> _Outcome:
+        if uuid not in self.outcomes:
+            self.outcomes[uuid] = _Outcome(uuid, name)
+        return self.outcomes[uuid]
+
+    # -- listing ----------------------------------------------------------------
+
+    def _list(self, roots: list[str]) -> dict[str, Listed]:
+        """Placement's providers in ``roots``' trees, by uuid."""
+        if not roots:
+            return {}
+        if len(roots) > self.list_all_above:
+            bodies = self.client.list_providers()
+        else:
+            bodies = [body for root in roots
+                      for body in self.client.list_providers(in_tree=root)]
+        return {item.uuid: item for item in map(_listed, bodies)}
+
+    # -- deletions ----------------------------------------------------------
+
+    def _delete_gone(self, listed: dict[str, Listed], ours: set[str],
+                     roots: set[str]) -> None:
+        """Delete providers gone from the tree that the caller vouches
+        for; children first."""
+        trees = {item.root_uuid for uuid, item in listed.items()
+                 if uuid in ours} | roots
+        candidates, names, parent_of = [], {}, {}
+        for uuid, item in listed.items():
+            if uuid in ours or item.root_uuid not in trees:
+                continue
+            candidates.append(uuid)
+            names[uuid], parent_of[uuid] = item.name, item.parent_uuid
+        for uuid, known in list(self.state.providers.items()):
+            if uuid in ours or uuid in names:
+                continue
+            if known.root_uuid in trees:
+                # Its tree was listed without it: already gone.
+                del self.state.providers[uuid]
+                continue
+            candidates.append(uuid)
+            names[uuid], parent_of[uuid] = known.name, known.parent_uuid
+        for uuid in self.remove:
+            if uuid not in ours and uuid not in names:
+                candidates.append(uuid)
+                names[uuid], parent_of[uuid] = uuid, None
+        blocked: dict[str, str] = {}
+        for uuid in deletion_order(candidates, parent_of):
+            if self.owned_for(uuid) is None:
+                self._not_ours(uuid, names[uuid], uuid in listed)
+                continue
+            if uuid in blocked:
+                self._outcome(uuid, names[uuid]).fields["kept"] = (
+                    f"its child {blocked[uuid]} was not deleted")
+                self._block(uuid, names, parent_of, blocked)
+                continue
+            self._delete(uuid, names, parent_of, blocked)
+
+    def _not_ours(self, uuid: str, name: str, listed: bool) -> None:
+        self.state.providers.pop(uuid, None)
+        if listed:
+            # Someone else's provider in our tree (another agent's device
+            # provider): not ours to remove, not news.
+            self.foreign.append(uuid)
+            return
+        self._outcome(uuid, name).fields["kept"] = (
+            "gone from the tree, but the caller does not vouch that it is "
+            "its own (only the sync state lists it); left in Placement — "
+            "delete it by hand if it is stale")
+
+    def _block(self, uuid: str, names: dict, parent_of: dict,
+               blocked: dict) -> None:
+        parent = parent_of.get(uuid)
+        if parent is not None:
+            blocked.setdefault(parent, f"{names[uuid]!r} ({uuid})")
+
+    def _delete(self, uuid: str, names: dict, parent_of: dict,
+                blocked: dict) -> None:
+        outcome = self._outcome(uuid, names[uuid])
+        if self.dry_run:
+            outcome.fields["deleted"] = True
+            return
+        try:
+            self.client.delete_provider(uuid)
+        except ProviderNotFound:
+            del self.outcomes[uuid]   # already gone: nothing to say
+        except ProviderInUse as exc:
+            outcome.fields["kept"] = (
+                "it still has allocations; delete or move them (the "
+                "reshaper), the next sync deletes it"
+                if exc.code == "placement.resource_provider.inuse" else
+                "it has child providers that are not ours; remove them "
+                "first")
+            self._block(uuid, names, parent_of, blocked)
+            return
+        except PlacementRequestError as exc:
+            outcome.fields["kept"] = str(exc)
+            self._block(uuid, names, parent_of, blocked)
+            return
+        else:
+            outcome.fields["deleted"] = True
+        self.state.providers.pop(uuid, None)
+        self.state.wrote_aggregates.pop(uuid, None)
+
+    # -- one provider -----------------------------------------------------
+
+    def _sync_provider(self, desired: ProviderData,
+                       listed: Listed | None) -> None:
+        outcome = self._outcome(desired.uuid, desired.name)
+        try:
+            if desired.parent_uuid in self.missing:
+                self.missing.add(desired.uuid)
+                outcome.error(f"not created: its parent "
+                              f"{desired.parent_uuid} is not in Placement")
+                return
+            if listed is None:
+                current, baseline = self._create(desired, outcome), None
+            else:
+                current, baseline = self._current(listed)
+                current = self._move(desired, current, outcome)
+            self._converge(desired, current, baseline, outcome)
+        except PlacementUnavailable:
+            raise
+        except _GiveUp as exc:
+            self.state.providers.pop(desired.uuid, None)
+            outcome.error(str(exc))
+        except PlacementError as exc:
+            self.state.providers.pop(desired.uuid, None)
+            if isinstance(exc, ProviderNotFound) or listed is None:
+                self.missing.add(desired.uuid)
+            outcome.error(str(exc))
+        finally:
+            built = outcome.build()
+            if not (built.changed or built.error or built.retries
+                    or built.removed_by_others or built.added_by_others):
+                del self.outcomes[desired.uuid]
+            elif built.error:
+                LOG.warning("%s", built.describe())
+
+    def _create(self, desired: ProviderData, outcome: _Outcome) -> Known:
+        outcome.fields["created"] = True
+        if self.dry_run:
+            return Known(desired.uuid, desired.name, desired.parent_uuid,
+                         desired.root_uuid, 0)
+        try:
+            body = self.client.create_provider(
+                desired.uuid, desired.name, desired.parent_uuid)
+        except PlacementError:
+            outcome.fields["created"] = False
+            raise
+        return Known(desired.uuid, desired.name, desired.parent_uuid,
+                     body.get("root_provider_uuid") or desired.root_uuid,
+                     body["generation"])
+
+    def _current(self, listed: Listed) -> tuple[Known, Known | None]:
+        """What Placement holds, and the drift baseline (the state's
+        record when Placement moved on since)."""
+        known = self.state.providers.get(listed.uuid)
+        if (known is not None and known.generation == listed.generation
+                and known.name == listed.name
+                and known.parent_uuid == listed.parent_uuid):
+            return known, None
+        return self._read(listed), known
+
+    def _read(self, listed: Listed | Known) -> Known:
+        """Read the provider's three parts at one generation."""
+        for _ in range(self.attempts):
+            got = {part: self.client.get_part(listed.uuid, part)
+                   for part in _PARTS}
+            generations = {generation for generation, _ in got.values()}
+            if len(generations) == 1:
+                break
+            # Someone wrote between the reads: read again.
+            self.conflicts += 1
+        else:
+            raise _GiveUp(f"its generation kept changing while it was read "
+                          f"({self.attempts} attempts); it is retried next "
+                          "sync")
+        try:
+            inventory = inventory_from_placement(got["inventories"][1])
+            traits = frozenset(got["traits"][1])
+            aggregates = frozenset(got["aggregates"][1])
+        except (ValueError, TypeError) as exc:
+            raise PlacementRequestError(
+                f"provider {listed.uuid}: Placement's answer is malformed "
+                f"({exc}); check that the URL is Placement's") from None
+        self.state.custom_traits.update(
+            t for t in traits if t.startswith("CUSTOM_"))
+        self.state.custom_classes.update(
+            rc for rc in inventory if rc.startswith("CUSTOM_"))
+        return Known(listed.uuid, listed.name, listed.parent_uuid,
+                     listed.root_uuid, generations.pop(), inventory,
+                     traits, aggregates)
+
+    def _move(self, desired: ProviderData, current: Known,
+              outcome: _Outcome) -> Known:
+        """Rename or re-parent the provider if Placement has it otherwise."""
+        if (current.name == desired.name
+                and current.parent_uuid == desired.parent_uuid):
+            return current
+        if (current.parent_uuid != desired.parent_uuid
+                and not self.client.has("reparent")):
+            raise PlacementRequestError(
+                f"its parent in Placement is {current.parent_uuid}, the "
+                f"tree's is {desired.parent_uuid}, and Placement "
+                f"{self.client.microversion} cannot re-parent (needs 1.37); "
+                "delete the provider in Placement and sync again")
+        if current.name != desired.name:
+            outcome.fields["renamed_from"] = current.name
+        if current.parent_uuid != desired.parent_uuid:
+            outcome.fields["reparented_from"] = current.parent_uuid or ""
+        if self.dry_run:
+            return current
+        body = self.client.update_provider(desired.uuid, desired.name,
+                                           desired.parent_uuid)
+        return dataclasses.replace(
+            current, name=desired.name, parent_uuid=desired.parent_uuid,
+            root_uuid=body.get("root_provider_uuid") or current.root_uuid,
+            generation=body["generation"])
+
+    def _converge(self, desired: ProviderData, current: Known,
+                  baseline: Known | None, outcome: _Outcome) -> None:
+        """Plan and write until Placement matches, retrying conflicts."""
+        ownership = self.own[desired.uuid]
+        attempt = 1
+        while True:
+            plan = plan_provider(
+                desired, current, ownership, baseline=baseline,
+                wrote_aggregates=self.state.wrote_aggregates.get(
+                    desired.uuid, ()))
+            outcome.drift(plan)
+            if plan.empty or self.dry_run:
+                outcome.record(plan, _PARTS)
+                break
+            try:
+                current = self._apply(desired, current, plan, outcome)
+                break
+            except GenerationConflict:
+                self.conflicts += 1
+                outcome.fields["retries"] = attempt
+                if attempt >= self.attempts:
+                    raise _GiveUp(
+                        f"generation conflict on every one of "
+                        f"{self.attempts} attempts (another writer keeps "
+                        "changing it); it is retried next sync") from None
+                self.sleep(min(_MAX_DELAY, self.backoff * 2 ** (attempt - 1)
+                               * (0.5 + random.random())))
+                attempt += 1
+                baseline = current
+                current = self._read(current)
+        if not self.dry_run:
+            self.state.providers[desired.uuid] = current
+
+    def _apply(self, desired: ProviderData, current: Known,
+               plan: ProviderPlan, outcome: _Outcome) -> Known:
+        """Write the plan's parts in order; the new :class:`Known`.
+
+        A part refused for inventory in use is reported and skipped; the
+        other parts are still written.
+        """
+        self._ensure_names(plan, force=False)
+        uuid = desired.uuid
+        for part, content in (("inventories", plan.inventory),
+                              ("traits", plan.traits),
+                              ("aggregates", plan.aggregates)):
+            if content is None:
+                continue
+            payload = ({rc: rec.as_dict() for rc, rec in content.items()}
+                       if part == "inventories" else sorted(content))
+            try:
+                generation = self._put(uuid, part, current.generation,
+                                       payload, plan)
+            except InventoryInUse as exc:
+                classes = ", ".join(exc.resource_classes) or "some class"
+                outcome.error(
+                    f"inventory of {classes} is in use by allocations and "
+                    f"cannot be removed or shrunk ({exc.detail}); move the "
+                    "allocations (the reshaper) or keep the inventory")
+                continue
+            field = {"inventories": "inventory"}.get(part, part)
+            current = dataclasses.replace(
+                current, generation=generation, **{field: content})
+            self.state.providers[uuid] = current
+            outcome.record(plan, (part,))
+            if part == "aggregates":
+                wrote = set(self.state.wrote_aggregates.get(uuid, ()))
+                wrote |= plan.aggregates_added
+                wrote -= plan.aggregates_removed
+                self.state.wrote_aggregates[uuid] = frozenset(wrote)
+        return current
+
+    def _put(self, uuid: str, part: str, generation: int, payload: Any,
+             plan: ProviderPlan) -> int:
+        try:
+            return self.client.put_part(uuid, part, generation, payload)
+        except UnknownName:
+            # A CUSTOM_ name the state wrongly believed to exist (or
+            # someone deleted it): create the plan's names, try once more.
+            traits, classes = custom_names(plan)
+            if not (traits or classes):
+                raise
+            self._ensure_names(plan, force=True)
+            return self.client.put_part(uuid, part, generation, payload)
+
+    def _ensure_names(self, plan: ProviderPlan, *, force: bool) -> None:
+        """Create the plan's ``CUSTOM_`` traits and resource classes that
+        are not known to exist."""
+        traits, classes = custom_names(plan)
+        for name in sorted(traits):
+            if force or name not in self.state.custom_traits:
+                self.client.ensure_trait(name)
+                self.state.custom_traits.add(name)
+        for name in sorted(classes):
+            if force or name not in self.state.custom_classes:
+                self.client.ensure_resource_class(name)
+                self.state.custom_classes.add(name)
+
+
+def _listed(body: Any) -> Listed:
+    """One listed provider, checked."""
+    try:
+        item = Listed(body["uuid"], body["name"], body["generation"],
+                      body.get("parent_provider_uuid"),
+                      body["root_provider_uuid"])
+    except (KeyError, TypeError):
+        item = None
+    if (item is None or not isinstance(item.uuid, str)
+            or not isinstance(item.generation, int)
+            or not isinstance(item.root_uuid, str)):
+        raise PlacementRequestError(
+            "GET /resource_providers: a provider in Placement's answer "
+            "lacks uuid, name, generation or root_provider_uuid; check "
+            "that the URL is Placement's (microversion 1.14 or later)")
+    return item
