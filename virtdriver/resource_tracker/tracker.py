@@ -28,8 +28,7 @@ from __future__ import annotations
 import logging
 import pathlib
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.claims.model import Instance
@@ -45,8 +44,9 @@ from virtdriver.resource_tracker.instance_claims import (
 from virtdriver.resource_tracker.ledger import Ledger, LedgerFile
 from virtdriver.resource_tracker.provider import ProviderData
 from virtdriver.resource_tracker.provider_tree import ProviderTree
-from virtdriver.resource_tracker.reconcile import Drift, Settlement, settle
-from virtdriver.resource_tracker.snapshot import TreeReader, TreeSnapshot
+from virtdriver.resource_tracker.reconcile import Drift, settle
+from virtdriver.resource_tracker.results import (
+    Records, UpdateAllError, UpdateResult, log_settlement, records)
 from virtdriver.resource_tracker.tree_diff import TreeDiff, diff
 
 LOG = logging.getLogger(__name__)
@@ -59,46 +59,6 @@ _NOTHING = Ownership(frozenset())
 #: in it (ledger, and later claims and sync state) is read and written
 #: under it.
 LOCK_FILE = "virtdriver.lock"
-
-
-@dataclass(frozen=True)
-class UpdateResult:
-    """What one node's update changed.
-
-    Attributes:
-        nodename: the node.
-        diff: the changes to the node's providers (what sync must send).
-        drift: owned traits others changed since the last update.
-        kept: why providers that looked gone were not removed (provider
-            label → reason); see ``docs/resource-tracker.md``.
-    """
-
-    nodename: str
-    diff: TreeDiff
-    drift: Drift
-    kept: Mapping[str, str] = field(default_factory=dict)
-
-
-class UpdateAllError(DriverError):
-    """Some nodes failed to update in :meth:`ResourceTracker.update_all`.
-
-    Their providers are unchanged; the other nodes were updated (and the
-    ledger saved).
-
-    Attributes:
-        results: nodename → :class:`UpdateResult` of the nodes that worked.
-        errors: nodename → the exception of each node that failed.
-    """
-
-    def __init__(self, results: Mapping[str, UpdateResult],
-                 errors: Mapping[str, Exception]) -> None:
-        self.results = dict(results)
-        self.errors = dict(errors)
-        failed = "; ".join(f"{node}: {exc}" for node, exc in errors.items())
-        super().__init__(
-            f"{len(errors)} of {len(errors) + len(results)} nodes failed to "
-            f"update and were left unchanged ({failed}); the others were "
-            "updated. Fix what each error names and update again")
 
 
 def default_driver_name(driver: ComputeDriver) -> str:
@@ -319,7 +279,7 @@ class ResourceTracker:
         owned = owned.union(self.driver.ownership_for(nodename))
         report = self.driver.node_capabilities(nodename).traits
         answered = frozenset(report.results) if report is not None else None
-        before = _records(start, root)
+        before = records(start, root)
         after_uuids = self.tree.get_provider_uuids_in_tree(root)
         root_uuid = after_uuids[0]
         removed_by, added_by = {}, {}
@@ -339,7 +299,7 @@ class ResourceTracker:
                 answered=answered)
             if done.traits != record.traits:
                 self.tree.update_traits(uuid, done.traits)
-            _log_settlement(record, done)
+            log_settlement(record, done)
             if mine:
                 ours.add(uuid)
                 removed_by[record.name] = done.removed_by_others
@@ -351,8 +311,8 @@ class ResourceTracker:
             if not self.tree.exists(record.uuid):
                 changes[record.uuid] = None
         after = [self.tree.data(uuid) for uuid in after_uuids]
-        result = UpdateResult(nodename, diff(_Records(before),
-                                             _Records(after)),
+        result = UpdateResult(nodename, diff(Records(before),
+                                             Records(after)),
                               Drift(removed_by, added_by))
         for line in result.drift.describe():
             LOG.warning("node %s: drift on owned traits: %s", nodename, line)
@@ -397,7 +357,7 @@ class ResourceTracker:
             if (root.name in nodes or root.uuid in updated
                     or root.uuid not in ledger):
                 continue
-            gone = _records(self.tree, root.uuid)
+            gone = records(self.tree, root.uuid)
             reason = self._why_not_ours(root, gone)
             if reason is not None:
                 LOG.warning("%s is not a node any more but %s; not removed "
@@ -411,7 +371,7 @@ class ResourceTracker:
             LOG.info("node %s is gone: removed its %d provider(s)",
                      root.name, len(gone))
             results[root.name] = UpdateResult(
-                root.name, diff(_Records(gone), _Records([])), Drift())
+                root.name, diff(Records(gone), Records([])), Drift())
         return results
 
     def _why_not_ours(self, root: ProviderData,
@@ -430,52 +390,3 @@ class ResourceTracker:
             return ("providers under it are someone else's: "
                     + ", ".join(foreign))
         return None
-
-
-class _Records:
-    """A list of records posing as a tree for :func:`diff` (which reads
-    only ``snapshot().providers()``), so a node's diff costs its own
-    providers, not the whole tree's."""
-
-    def __init__(self, records: Iterable[ProviderData]) -> None:
-        self._records = list(records)
-
-    def snapshot(self) -> _Records:
-        return self
-
-    def providers(self) -> list[ProviderData]:
-        return self._records
-
-
-def _records(reader: TreeReader | TreeSnapshot, root: str
-             ) -> list[ProviderData]:
-    """The records of the tree ``root`` names in ``reader`` (parents
-    first), or none if it has no such provider."""
-    if not reader.exists(root):
-        return []
-    return [reader.data(uuid)
-            for uuid in reader.get_provider_uuids_in_tree(root)]
-
-
-#: What the tracker did beyond the driver, and why: Settlement field,
-#: log level, message (provider label and trait names filled in).
-_NOTES = (
-    ("restored", logging.WARNING, "%s: the driver removed foreign traits "
-     "%s; put back (drivers may remove only traits they own)"),
-    ("dropped", logging.WARNING, "%s: the driver set traits it does not "
-     "own, %s; taken off (add them to the driver's ownership, or they could "
-     "never be removed)"),
-    ("stale", logging.INFO, "%s: removed %s: owned, and no longer reported "
-     "by the driver"),
-    ("ignored_ledger", logging.WARNING, "%s: ledger lists %s, which the "
-     "driver does not own on this node; ignored (tampered or stale ledger) "
-     "and dropped from it"),
-)
-
-
-def _log_settlement(record: ProviderData, done: Settlement) -> None:
-    """Log each of :data:`_NOTES` that applies to ``done``."""
-    for name, level, message in _NOTES:
-        traits = getattr(done, name)
-        if traits:
-            LOG.log(level, message, record.label, ", ".join(sorted(traits)))
