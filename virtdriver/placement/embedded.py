@@ -338,17 +338,17 @@ class PlacementServer:
         self.stop()
         return self.run(timeout)
 
-    def client(self, **options: Any):
-        """A :class:`~.client.PlacementClient` for this service (``admin``
-        token, no proxies from the environment)."""
+    def client(self, cls: type | None = None, **options: Any):
+        """A :class:`~.client.PlacementClient` (or subclass ``cls``) for
+        this service: ``admin`` token, no proxies from the environment."""
         import requests
 
         from virtdriver.placement.client import PlacementClient
 
         session = requests.Session()
         session.trust_env = False
-        return PlacementClient.from_url(self.url, requests_session=session,
-                                        **options)
+        return (cls or PlacementClient).from_url(
+            self.url, requests_session=session, **options)
 
     def __enter__(self) -> PlacementServer:
         return self.run()

@@ -319,7 +319,7 @@ class SyncStateFile:
         return True
 
     def _ignored(self, why: str) -> SyncState:
-        self._signature = None
+        self._signature = self._saved = None
         state = SyncState()
         state.note = (f"sync state {self.path} ignored: {why}; the sync "
                       "reads Placement instead and writes a new one")

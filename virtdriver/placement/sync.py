@@ -305,10 +305,12 @@ class _Run:
         trees = {item.root_uuid for uuid, item in listed.items()
                  if uuid in ours} | roots
         candidates, names, parent_of = [], {}, {}
+        in_our_trees = set()
         for uuid, item in listed.items():
             if uuid in ours or item.root_uuid not in trees:
                 continue
             candidates.append(uuid)
+            in_our_trees.add(uuid)
             names[uuid], parent_of[uuid] = item.name, item.parent_uuid
         for uuid, known in list(self.state.providers.items()):
             if uuid in ours or uuid in names:
@@ -326,7 +328,7 @@ class _Run:
         blocked: dict[str, str] = {}
         for uuid in deletion_order(candidates, parent_of):
             if self.owned_for(uuid) is None:
-                self._not_ours(uuid, names[uuid], uuid in listed)
+                self._not_ours(uuid, names[uuid], uuid in in_our_trees)
                 continue
             if uuid in blocked:
                 self._outcome(uuid, names[uuid]).fields["kept"] = (
@@ -335,9 +337,9 @@ class _Run:
                 continue
             self._delete(uuid, names, parent_of, blocked)
 
-    def _not_ours(self, uuid: str, name: str, listed: bool) -> None:
+    def _not_ours(self, uuid: str, name: str, in_our_tree: bool) -> None:
         self.state.providers.pop(uuid, None)
-        if listed:
+        if in_our_tree:
             # Someone else's provider in our tree (another agent's device
             # provider): not ours to remove, not news.
             self.foreign.append(uuid)
@@ -394,10 +396,11 @@ class _Run:
                 return
             if listed is None:
                 current, baseline = self._create(desired, outcome), None
+                fresh = True
             else:
-                current, baseline = self._current(listed)
+                current, baseline, fresh = self._current(listed)
                 current = self._move(desired, current, outcome)
-            self._converge(desired, current, baseline, outcome)
+            self._converge(desired, current, baseline, outcome, fresh)
         except PlacementUnavailable:
             raise
         except _GiveUp as exc:
@@ -431,15 +434,15 @@ class _Run:
                      body.get("root_provider_uuid") or desired.root_uuid,
                      body["generation"])
 
-    def _current(self, listed: Listed) -> tuple[Known, Known | None]:
-        """What Placement holds, and the drift baseline (the state's
-        record when Placement moved on since)."""
+    def _current(self, listed: Listed) -> tuple[Known, Known | None, bool]:
+        """What Placement holds, the drift baseline (the state's record
+        when Placement moved on since), and whether it was read now."""
         known = self.state.providers.get(listed.uuid)
         if (known is not None and known.generation == listed.generation
                 and known.name == listed.name
                 and known.parent_uuid == listed.parent_uuid):
-            return known, None
-        return self._read(listed), known
+            return known, None, False
+        return self._read(listed), known, True
 
     def _read(self, listed: Listed | Known) -> Known:
         """Read the provider's three parts at one generation."""
@@ -498,8 +501,15 @@ class _Run:
             generation=body["generation"])
 
     def _converge(self, desired: ProviderData, current: Known,
-                  baseline: Known | None, outcome: _Outcome) -> None:
-        """Plan and write until Placement matches, retrying conflicts."""
+                  baseline: Known | None, outcome: _Outcome,
+                  fresh: bool) -> None:
+        """Plan and write until Placement matches, retrying conflicts.
+
+        ``fresh``: ``current`` was read (or created) by this sync.  If it
+        came from the state, the traits and aggregates a write would
+        replace are read first: a state file never decides what is taken
+        away.
+        """
         ownership = self.own[desired.uuid]
         attempt = 1
         while True:
@@ -507,6 +517,9 @@ class _Run:
                 desired, current, ownership, baseline=baseline,
                 wrote_aggregates=self.state.wrote_aggregates.get(
                     desired.uuid, ()))
+            if not fresh and not plan.empty:
+                current, fresh = self._verify(current, plan), True
+                continue
             outcome.drift(plan)
             if plan.empty or self.dry_run:
                 outcome.record(plan, _PARTS)
@@ -529,6 +542,21 @@ class _Run:
                 current = self._read(current)
         if not self.dry_run:
             self.state.providers[desired.uuid] = current
+
+    def _verify(self, current: Known, plan: ProviderPlan) -> Known:
+        """Read the parts ``plan`` replaces whose content would come from
+        the state (traits, aggregates); all three if the generation moved
+        meanwhile."""
+        parts = [part for part, content in (("traits", plan.traits),
+                                            ("aggregates", plan.aggregates))
+                 if content is not None]
+        for part in parts:
+            generation, content = self.client.get_part(current.uuid, part)
+            if generation != current.generation:
+                return self._read(current)
+            current = dataclasses.replace(current, **{part: frozenset(
+                content)})
+        return current
 
     def _apply(self, desired: ProviderData, current: Known,
                plan: ProviderPlan, outcome: _Outcome) -> Known:

@@ -12,39 +12,11 @@ import threading
 
 import os_traits
 import pytest
+from placement_helpers import assert_placement_equals, expected_writes
 
 from virtdriver.filelock import LockTimeout
 from virtdriver.placement.state import SyncState, SyncStateFile
 from virtdriver.placement.sync import sync, sync_state_dir
-
-
-def expected_writes(tree, known_custom=frozenset()) -> int:
-    """The writes a first sync of ``tree`` into an empty Placement needs:
-    a create per provider, an inventory and a traits PUT for each that has
-    some, one PUT per CUSTOM_ resource class and trait."""
-    providers = tree.providers()
-    customs = {rc for p in providers for rc in p.inventory
-               if rc.startswith("CUSTOM_")}
-    customs |= {t for p in providers for t in p.traits
-                if t.startswith("CUSTOM_")}
-    return (len(providers) + sum(bool(p.inventory) for p in providers)
-            + sum(bool(p.traits) for p in providers)
-            + sum(bool(p.aggregates) for p in providers)
-            + len(customs - known_custom))
-
-
-def assert_placement_equals(api, tree) -> None:
-    """Every provider of the tree is in Placement with its parent,
-    inventories and traits (at least: foreign ones may be added)."""
-    found = api.providers()
-    for provider in tree.providers():
-        remote = found[provider.uuid]
-        assert remote["name"] == provider.name
-        assert remote["parent_provider_uuid"] == provider.parent_uuid
-        assert remote["root_provider_uuid"] == provider.root_uuid
-        assert api.inventories(provider.uuid) == {
-            rc: rec.as_dict() for rc, rec in provider.inventory.items()}
-        assert provider.traits <= api.traits(provider.uuid)
 
 
 def test_first_sync_of_a_nested_host(host, client, api):
