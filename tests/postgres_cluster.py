@@ -342,9 +342,14 @@ class PostgresCluster:
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             **self._run_kwargs())
         if result.returncode != 0:
+            hint = ""
+            if "Permission denied" in result.stdout and self._owner():
+                hint = (f"; the postgres user must be able to enter "
+                        f"{self.base_dir.parent}: pass a parent_dir (or "
+                        "TMPDIR) it can reach")
             raise PostgresError(f"initdb in {self.data_dir} failed (exit "
                                 f"{result.returncode}): "
-                                f"{_last_lines(result.stdout)}")
+                                f"{_last_lines(result.stdout)}{hint}")
         settings = {**self.settings,
                     "unix_socket_directories": f"'{self.socket_dir}'",
                     "hba_file": f"'{hba}'"}
@@ -450,8 +455,11 @@ def _cleanup(base_dir: pathlib.Path, box: list) -> None:
 
 
 def _last_lines(text: str, count: int = 3) -> str:
+    """The last error lines of a PostgreSQL tool's output, on one line."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return " / ".join(lines[-count:]) or "(no output)"
+    errors = [line for line in lines
+              if re.search(r"\b(error|FATAL|PANIC|LOG)\b", line)]
+    return " / ".join((errors or lines)[-count:]) or "(no output)"
 
 
 def require_postgres(in_ci: bool, *, bindir: pathlib.Path | None = None,

@@ -269,6 +269,21 @@ def test_a_server_that_cannot_start_is_reported_and_removed(bindir,
     assert cluster.base_dir is None and cluster.pid is None
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root switches to the "
+                    "postgres user, who may not enter another's directory")
+def test_a_directory_postgres_cannot_enter_is_named(bindir):
+    private = pathlib.Path(tempfile.mkdtemp(prefix="vd-pgtest-"))  # 0700
+    try:
+        with pytest.raises(PostgresError) as caught:
+            PostgresCluster(bindir=bindir, parent_dir=str(private)).start()
+        message = str(caught.value)
+        assert "initdb" in message and "Permission denied" in message
+        assert f"the postgres user must be able to enter {private}" in message
+        assert list(private.iterdir()) == []
+    finally:
+        shutil.rmtree(private)
+
+
 def test_a_name_that_is_not_an_identifier_is_refused(postgres_cluster):
     with pytest.raises(PostgresError, match=r"'vd; DROP' is not a plain"):
         postgres_cluster.create_database("vd; DROP")
