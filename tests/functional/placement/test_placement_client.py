@@ -149,3 +149,16 @@ def test_one_process_serves_one_database(in_process_db, tmp_path):
     build_app(in_process_db)
     with pytest.raises(EmbeddedError, match="one process serves one"):
         build_app(tmp_path / "other.db")
+
+
+def test_the_documented_microversions_are_the_clients():
+    import pathlib
+    import re
+
+    from virtdriver.placement.client import FEATURES
+    doc = (pathlib.Path(__file__).resolve().parents[3] / "docs"
+           / "placement.md").read_text()
+    rows = set(re.findall(r"^\| (1\.\d+) \|", doc, re.M))
+    assert rows == {version_text(v) for v, _ in FEATURES.values()}
+    assert f"`MIN_VERSION` = **{version_text(MIN_VERSION)}**" in doc
+    assert f"`MAX_VERSION` = {version_text(MAX_VERSION)}" in doc
