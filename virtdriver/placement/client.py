@@ -209,6 +209,12 @@ class PlacementClient:
             self.negotiate()
         return version_text(self._version)
 
+    @property
+    def negotiated(self) -> str | None:
+        """The microversion in use, or ``None`` before the first request
+        (reading this never sends one)."""
+        return version_text(self._version) if self._version else None
+
     def adopt_microversion(self, text: str) -> None:
         """Use ``text`` (remembered from an earlier run) instead of
         negotiating, unless a version is already chosen or ``text`` is out

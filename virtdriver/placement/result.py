@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from virtdriver.placement.client import RequestCounts
 from virtdriver.resource_tracker.inventory import Inventory
+
+if TYPE_CHECKING:
+    from virtdriver.placement.plan import ProviderPlan
 
 _EMPTY: frozenset[str] = frozenset()
 
@@ -186,3 +190,49 @@ class SyncResult:
                      f"{self.conflicts} conflict(s) retried, "
                      f"{self.seconds:.2f} s")
         return lines
+
+
+class OutcomeBuilder:
+    """A mutable :class:`ProviderOutcome` while a sync runs."""
+
+    def __init__(self, uuid: str, name: str) -> None:
+        self.fields: dict[str, Any] = {"uuid": uuid, "name": name}
+        self.inventory: dict = {}
+        self.sets = {k: set() for k in (
+            "traits_added", "traits_removed", "aggregates_added",
+            "aggregates_removed", "removed_by_others", "added_by_others")}
+
+    def record(self, plan: ProviderPlan, parts: Iterable[str]) -> None:
+        """Note what ``plan`` changed in ``parts`` (written, or planned in
+        a dry run)."""
+        parts = set(parts)
+        if "inventories" in parts:
+            self.inventory.update(plan.inventory_changes)
+        for part, added, removed in (
+                ("traits", plan.traits_added, plan.traits_removed),
+                ("aggregates", plan.aggregates_added,
+                 plan.aggregates_removed)):
+            if part in parts:
+                self._change(part, added, removed)
+
+    def _change(self, part: str, added: Iterable[str],
+                removed: Iterable[str]) -> None:
+        plus, minus = self.sets[f"{part}_added"], self.sets[f"{part}_removed"]
+        for name in added:
+            minus.discard(name) if name in minus else plus.add(name)
+        for name in removed:
+            plus.discard(name) if name in plus else minus.add(name)
+
+    def drift(self, plan: ProviderPlan) -> None:
+        self.sets["removed_by_others"] |= plan.removed_by_others
+        self.sets["added_by_others"] |= plan.added_by_others
+
+    def error(self, message: str) -> None:
+        previous = self.fields.get("error")
+        self.fields["error"] = f"{previous}; {message}" if previous \
+            else message
+
+    def build(self) -> ProviderOutcome:
+        return ProviderOutcome(
+            **self.fields, inventory=self.inventory,
+            **{k: frozenset(v) for k, v in self.sets.items()})

@@ -1,5 +1,8 @@
 """What the last sync saw in Placement, persisted in the state directory.
 
+(:class:`Listed` is a provider as a listing shows it: what a record is
+checked against.)
+
 Per provider, what Placement held at one generation (:class:`Known`): its
 name, parent, inventories, traits and aggregates.  The sync trusts a record
 only while Placement still lists the provider at that generation — then
@@ -42,8 +45,10 @@ import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 from virtdriver.filelock import DEFAULT_TIMEOUT, exclusive_lock
+from virtdriver.placement.errors import PlacementRequestError
 from virtdriver.resource_tracker.errors import ProviderTreeError
 from virtdriver.resource_tracker.inventory import Inventory, validate_inventory
 from virtdriver.resource_tracker.provider import (
@@ -59,6 +64,40 @@ FILE_NAME = "placement-sync.json"
 #: A state file larger than this is ignored unread.
 MAX_BYTES = 64 * 1024 * 1024
 _NO_INVENTORY: Mapping[str, Inventory] = MappingProxyType({})
+
+
+class Listed(NamedTuple):
+    """A provider as ``GET /resource_providers`` lists it."""
+
+    uuid: str
+    name: str
+    generation: int
+    parent_uuid: str | None
+    root_uuid: str
+
+    @classmethod
+    def from_body(cls, body: object) -> Listed:
+        """One provider of a listing, checked.
+
+        Raises:
+            PlacementRequestError: it lacks a field (not Placement, or
+                older than microversion 1.14).
+        """
+        try:
+            item = cls(body["uuid"], body["name"], body["generation"],
+                       body.get("parent_provider_uuid"),
+                       body["root_provider_uuid"])
+        except (KeyError, TypeError, AttributeError):
+            item = None
+        if (item is None or not isinstance(item.uuid, str)
+                or not isinstance(item.name, str)
+                or not isinstance(item.generation, int)
+                or not isinstance(item.root_uuid, str)):
+            raise PlacementRequestError(
+                "GET /resource_providers: a provider in Placement's answer "
+                "lacks uuid, name, generation or root_provider_uuid; check "
+                "that the URL is Placement's (microversion 1.14 or later)")
+        return item
 
 
 @dataclass(frozen=True)

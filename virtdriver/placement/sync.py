@@ -34,19 +34,19 @@ import pathlib
 import random
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.placement.client import PlacementClient
+from virtdriver.placement.deletions import Deletions
 from virtdriver.placement.errors import (
     GenerationConflict, InventoryInUse, PlacementError,
-    PlacementRequestError, PlacementUnavailable, ProviderInUse,
-    ProviderNotFound, UnknownName)
+    PlacementRequestError, PlacementUnavailable, ProviderNotFound,
+    UnknownName)
 from virtdriver.placement.plan import (
-    ProviderPlan, custom_names, deletion_order, inventory_from_placement,
-    plan_provider)
-from virtdriver.placement.result import ProviderOutcome, SyncResult
-from virtdriver.placement.state import Known, SyncState, SyncStateFile
+    ProviderPlan, custom_names, inventory_from_placement, plan_provider)
+from virtdriver.placement.result import OutcomeBuilder, SyncResult
+from virtdriver.placement.state import Known, Listed, SyncState, SyncStateFile
 from virtdriver.resource_tracker.provider import ProviderData
 from virtdriver.resource_tracker.snapshot import TreeReader
 
@@ -63,16 +63,6 @@ _MAX_DELAY = 2.0
 #: Above this many roots one unfiltered listing replaces one per root.
 LIST_ALL_ABOVE = 8
 _PARTS = ("inventories", "traits", "aggregates")
-
-
-class Listed(NamedTuple):
-    """A provider as ``GET /resource_providers`` lists it."""
-
-    uuid: str
-    name: str
-    generation: int
-    parent_uuid: str | None
-    root_uuid: str
 
 
 def sync(tree: TreeReader, client: PlacementClient, *, owned_for: OwnedFor,
@@ -159,52 +149,6 @@ def sync_state_dir(tree: TreeReader, client: PlacementClient, *,
         tree, owned_for=owned_for, **options)
 
 
-class _Outcome:
-    """A mutable :class:`ProviderOutcome` while the sync runs."""
-
-    def __init__(self, uuid: str, name: str) -> None:
-        self.fields: dict[str, Any] = {"uuid": uuid, "name": name}
-        self.inventory: dict = {}
-        self.sets = {k: set() for k in (
-            "traits_added", "traits_removed", "aggregates_added",
-            "aggregates_removed", "removed_by_others", "added_by_others")}
-
-    def record(self, plan: ProviderPlan, parts: Iterable[str]) -> None:
-        """Note what ``plan`` changed in ``parts`` (written, or planned in
-        a dry run)."""
-        parts = set(parts)
-        if "inventories" in parts:
-            self.inventory.update(plan.inventory_changes)
-        for part, added, removed in (
-                ("traits", plan.traits_added, plan.traits_removed),
-                ("aggregates", plan.aggregates_added,
-                 plan.aggregates_removed)):
-            if part in parts:
-                self._change(part, added, removed)
-
-    def _change(self, part: str, added: Iterable[str],
-                removed: Iterable[str]) -> None:
-        plus, minus = self.sets[f"{part}_added"], self.sets[f"{part}_removed"]
-        for name in added:
-            minus.discard(name) if name in minus else plus.add(name)
-        for name in removed:
-            plus.discard(name) if name in plus else minus.add(name)
-
-    def drift(self, plan: ProviderPlan) -> None:
-        self.sets["removed_by_others"] |= plan.removed_by_others
-        self.sets["added_by_others"] |= plan.added_by_others
-
-    def error(self, message: str) -> None:
-        previous = self.fields.get("error")
-        self.fields["error"] = f"{previous}; {message}" if previous \
-            else message
-
-    def build(self) -> ProviderOutcome:
-        return ProviderOutcome(
-            **self.fields, inventory=self.inventory,
-            **{k: frozenset(v) for k, v in self.sets.items()})
-
-
 class _GiveUp(Exception):
     """A provider's generation kept moving: stop retrying it."""
 
@@ -227,7 +171,7 @@ class _Run:
         self.backoff = backoff
         self.list_all_above = list_all_above
         self.sleep = sleep
-        self.outcomes: dict[str, _Outcome] = {}
+        self.outcomes: dict[str, OutcomeBuilder] = {}
         self.conflicts = 0
         self.missing: set[str] = set()   # desired, not in Placement
         self.foreign: list[str] = []
@@ -265,9 +209,15 @@ class _Run:
                             if self.own[p.uuid] is None)
         roots = list(dict.fromkeys(p.root_uuid for p in managed))
         listed = self._list(roots)
-        state.microversion = self.client.microversion
-        ours = {p.uuid for p in desired}
-        self._delete_gone(listed, ours, set(roots))
+        state.microversion = self.client.negotiated or state.microversion
+        gone = Deletions(self.client, state, self.owned_for,
+                         dry_run=self.dry_run)
+        try:
+            gone.run(listed, {p.uuid for p in desired}, set(roots),
+                     self.remove)
+        finally:
+            self.outcomes.update(gone.outcomes)
+            self.foreign.extend(gone.foreign)
         for provider in managed:
             self._sync_provider(provider, listed.get(provider.uuid))
         managed_uuids = {p.uuid for p in managed}
@@ -278,9 +228,9 @@ class _Run:
             if uuid not in managed_uuids:
                 del state.wrote_aggregates[uuid]
 
-    def _outcome(self, uuid: str, name: str) -> _Outcome:
+    def _outcome(self, uuid: str, name: str) -> OutcomeBuilder:
         if uuid not in self.outcomes:
-            self.outcomes[uuid] = _Outcome(uuid, name)
+            self.outcomes[uuid] = OutcomeBuilder(uuid, name)
         return self.outcomes[uuid]
 
     # -- listing ----------------------------------------------------------------
@@ -294,94 +244,7 @@ class _Run:
         else:
             bodies = [body for root in roots
                       for body in self.client.list_providers(in_tree=root)]
-        return {item.uuid: item for item in map(_listed, bodies)}
-
-    # -- deletions ----------------------------------------------------------
-
-    def _delete_gone(self, listed: dict[str, Listed], ours: set[str],
-                     roots: set[str]) -> None:
-        """Delete providers gone from the tree that the caller vouches
-        for; children first."""
-        trees = {item.root_uuid for uuid, item in listed.items()
-                 if uuid in ours} | roots
-        candidates, names, parent_of = [], {}, {}
-        in_our_trees = set()
-        for uuid, item in listed.items():
-            if uuid in ours or item.root_uuid not in trees:
-                continue
-            candidates.append(uuid)
-            in_our_trees.add(uuid)
-            names[uuid], parent_of[uuid] = item.name, item.parent_uuid
-        for uuid, known in list(self.state.providers.items()):
-            if uuid in ours or uuid in names:
-                continue
-            if known.root_uuid in trees:
-                # Its tree was listed without it: already gone.
-                del self.state.providers[uuid]
-                continue
-            candidates.append(uuid)
-            names[uuid], parent_of[uuid] = known.name, known.parent_uuid
-        for uuid in self.remove:
-            if uuid not in ours and uuid not in names:
-                candidates.append(uuid)
-                names[uuid], parent_of[uuid] = uuid, None
-        blocked: dict[str, str] = {}
-        for uuid in deletion_order(candidates, parent_of):
-            if self.owned_for(uuid) is None:
-                self._not_ours(uuid, names[uuid], uuid in in_our_trees)
-                continue
-            if uuid in blocked:
-                self._outcome(uuid, names[uuid]).fields["kept"] = (
-                    f"its child {blocked[uuid]} was not deleted")
-                self._block(uuid, names, parent_of, blocked)
-                continue
-            self._delete(uuid, names, parent_of, blocked)
-
-    def _not_ours(self, uuid: str, name: str, in_our_tree: bool) -> None:
-        self.state.providers.pop(uuid, None)
-        if in_our_tree:
-            # Someone else's provider in our tree (another agent's device
-            # provider): not ours to remove, not news.
-            self.foreign.append(uuid)
-            return
-        self._outcome(uuid, name).fields["kept"] = (
-            "gone from the tree, but the caller does not vouch that it is "
-            "its own (only the sync state lists it); left in Placement — "
-            "delete it by hand if it is stale")
-
-    def _block(self, uuid: str, names: dict, parent_of: dict,
-               blocked: dict) -> None:
-        parent = parent_of.get(uuid)
-        if parent is not None:
-            blocked.setdefault(parent, f"{names[uuid]!r} ({uuid})")
-
-    def _delete(self, uuid: str, names: dict, parent_of: dict,
-                blocked: dict) -> None:
-        outcome = self._outcome(uuid, names[uuid])
-        if self.dry_run:
-            outcome.fields["deleted"] = True
-            return
-        try:
-            self.client.delete_provider(uuid)
-        except ProviderNotFound:
-            del self.outcomes[uuid]   # already gone: nothing to say
-        except ProviderInUse as exc:
-            outcome.fields["kept"] = (
-                "it still has allocations; delete or move them (the "
-                "reshaper), the next sync deletes it"
-                if exc.code == "placement.resource_provider.inuse" else
-                "it has child providers that are not ours; remove them "
-                "first")
-            self._block(uuid, names, parent_of, blocked)
-            return
-        except PlacementRequestError as exc:
-            outcome.fields["kept"] = str(exc)
-            self._block(uuid, names, parent_of, blocked)
-            return
-        else:
-            outcome.fields["deleted"] = True
-        self.state.providers.pop(uuid, None)
-        self.state.wrote_aggregates.pop(uuid, None)
+        return {item.uuid: item for item in map(Listed.from_body, bodies)}
 
     # -- one provider -----------------------------------------------------
 
@@ -419,7 +282,7 @@ class _Run:
             elif built.error:
                 LOG.warning("%s", built.describe())
 
-    def _create(self, desired: ProviderData, outcome: _Outcome) -> Known:
+    def _create(self, desired: ProviderData, outcome: OutcomeBuilder) -> Known:
         outcome.fields["created"] = True
         if self.dry_run:
             return Known(desired.uuid, desired.name, desired.parent_uuid,
@@ -475,7 +338,7 @@ class _Run:
                      traits, aggregates)
 
     def _move(self, desired: ProviderData, current: Known,
-              outcome: _Outcome) -> Known:
+              outcome: OutcomeBuilder) -> Known:
         """Rename or re-parent the provider if Placement has it otherwise."""
         if (current.name == desired.name
                 and current.parent_uuid == desired.parent_uuid):
@@ -501,7 +364,7 @@ class _Run:
             generation=body["generation"])
 
     def _converge(self, desired: ProviderData, current: Known,
-                  baseline: Known | None, outcome: _Outcome,
+                  baseline: Known | None, outcome: OutcomeBuilder,
                   fresh: bool) -> None:
         """Plan and write until Placement matches, retrying conflicts.
 
@@ -559,7 +422,7 @@ class _Run:
         return current
 
     def _apply(self, desired: ProviderData, current: Known,
-               plan: ProviderPlan, outcome: _Outcome) -> Known:
+               plan: ProviderPlan, outcome: OutcomeBuilder) -> Known:
         """Write the plan's parts in order; the new :class:`Known`.
 
         A part refused for inventory in use is reported and skipped; the
@@ -621,21 +484,3 @@ class _Run:
             if force or name not in self.state.custom_classes:
                 self.client.ensure_resource_class(name)
                 self.state.custom_classes.add(name)
-
-
-def _listed(body: Any) -> Listed:
-    """One listed provider, checked."""
-    try:
-        item = Listed(body["uuid"], body["name"], body["generation"],
-                      body.get("parent_provider_uuid"),
-                      body["root_provider_uuid"])
-    except (KeyError, TypeError):
-        item = None
-    if (item is None or not isinstance(item.uuid, str)
-            or not isinstance(item.generation, int)
-            or not isinstance(item.root_uuid, str)):
-        raise PlacementRequestError(
-            "GET /resource_providers: a provider in Placement's answer "
-            "lacks uuid, name, generation or root_provider_uuid; check "
-            "that the URL is Placement's (microversion 1.14 or later)")
-    return item

@@ -17,6 +17,7 @@ from placement_helpers import assert_placement_equals, expected_writes
 from virtdriver.filelock import LockTimeout
 from virtdriver.placement.state import SyncState, SyncStateFile
 from virtdriver.placement.sync import sync, sync_state_dir
+from virtdriver.resource_tracker.provider_tree import ProviderTree
 
 
 def test_first_sync_of_a_nested_host(host, client, api):
@@ -219,3 +220,9 @@ def test_a_second_process_on_the_state_dir_waits_then_fails_clearly(
         release.set()
         thread.join()
     assert client.counts.total == 0
+
+
+def test_an_empty_tree_with_no_state_sends_nothing(client):
+    result = sync(ProviderTree(), client, owned_for=lambda uuid: None,
+                  state=SyncState())
+    assert result.ok and result.counts.total == 0

@@ -1,0 +1,136 @@
+"""Deleting the providers gone from the tree: children first, and only
+those the caller vouches for.
+
+Candidates are providers listed in the managed trees that the tree no
+longer has, providers the sync state recorded (a gone node's whole tree),
+and uuids the caller names.  Each is deleted only if ``owned_for`` vouches
+for it — a state file can name candidates, never prove them.  A provider
+Placement refuses to delete (allocations, someone else's children) is kept
+with the reason, and so is its parent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from virtdriver.placement.client import PlacementClient
+from virtdriver.placement.errors import (
+    PlacementRequestError, ProviderInUse, ProviderNotFound)
+from virtdriver.placement.plan import deletion_order
+from virtdriver.placement.result import OutcomeBuilder
+from virtdriver.placement.state import Listed, SyncState
+
+
+class Deletions:
+    """One sync's deletions.
+
+    Attributes:
+        outcomes: uuid → outcome of each candidate with news, in order.
+        foreign: someone else's providers found in the managed trees.
+    """
+
+    def __init__(self, client: PlacementClient, state: SyncState,
+                 owned_for, *, dry_run: bool = False) -> None:
+        self.client = client
+        self.state = state
+        self.owned_for = owned_for
+        self.dry_run = dry_run
+        self.outcomes: dict[str, OutcomeBuilder] = {}
+        self.foreign: list[str] = []
+
+    def _outcome(self, uuid: str, name: str) -> OutcomeBuilder:
+        if uuid not in self.outcomes:
+            self.outcomes[uuid] = OutcomeBuilder(uuid, name)
+        return self.outcomes[uuid]
+
+    def run(self, listed: dict[str, Listed], ours: set[str],
+            roots: set[str], remove: Iterable[str] = ()) -> None:
+        """Delete providers gone from the tree that the caller vouches
+        for, children first.
+
+        Args:
+            listed: Placement's providers in the managed trees.
+            ours: every uuid in the tree (not candidates).
+            roots: the managed trees' roots.
+            remove: more candidates (uuids the caller knows are gone).
+        """
+        trees = {item.root_uuid for uuid, item in listed.items()
+                 if uuid in ours} | roots
+        candidates, names, parent_of = [], {}, {}
+        in_our_trees = set()
+        for uuid, item in listed.items():
+            if uuid in ours or item.root_uuid not in trees:
+                continue
+            candidates.append(uuid)
+            in_our_trees.add(uuid)
+            names[uuid], parent_of[uuid] = item.name, item.parent_uuid
+        for uuid, known in list(self.state.providers.items()):
+            if uuid in ours or uuid in names:
+                continue
+            if known.root_uuid in trees:
+                # Its tree was listed without it: already gone.
+                del self.state.providers[uuid]
+                continue
+            candidates.append(uuid)
+            names[uuid], parent_of[uuid] = known.name, known.parent_uuid
+        for uuid in remove:
+            if uuid not in ours and uuid not in names:
+                candidates.append(uuid)
+                names[uuid], parent_of[uuid] = uuid, None
+        blocked: dict[str, str] = {}
+        for uuid in deletion_order(candidates, parent_of):
+            if self.owned_for(uuid) is None:
+                self._not_ours(uuid, names[uuid], uuid in in_our_trees)
+                continue
+            if uuid in blocked:
+                self._outcome(uuid, names[uuid]).fields["kept"] = (
+                    f"its child {blocked[uuid]} was not deleted")
+                self._block(uuid, names, parent_of, blocked)
+                continue
+            self._delete(uuid, names, parent_of, blocked)
+
+    def _not_ours(self, uuid: str, name: str, in_our_tree: bool) -> None:
+        self.state.providers.pop(uuid, None)
+        if in_our_tree:
+            # Someone else's provider in our tree (another agent's device
+            # provider): not ours to remove, not news.
+            self.foreign.append(uuid)
+            return
+        self._outcome(uuid, name).fields["kept"] = (
+            "gone from the tree, but the caller does not vouch that it is "
+            "its own (only the sync state lists it); left in Placement — "
+            "delete it by hand if it is stale")
+
+    def _block(self, uuid: str, names: dict, parent_of: dict,
+               blocked: dict) -> None:
+        parent = parent_of.get(uuid)
+        if parent is not None:
+            blocked.setdefault(parent, f"{names[uuid]!r} ({uuid})")
+
+    def _delete(self, uuid: str, names: dict, parent_of: dict,
+                blocked: dict) -> None:
+        outcome = self._outcome(uuid, names[uuid])
+        if self.dry_run:
+            outcome.fields["deleted"] = True
+            return
+        try:
+            self.client.delete_provider(uuid)
+        except ProviderNotFound:
+            del self.outcomes[uuid]   # already gone: nothing to say
+            self.state.providers.pop(uuid, None)
+            return
+        except ProviderInUse as exc:
+            outcome.fields["kept"] = (
+                "it still has allocations; delete or move them (the "
+                "reshaper), the next sync deletes it"
+                if exc.code == "placement.resource_provider.inuse" else
+                "it has child providers that are not ours; remove them "
+                "first")
+            self._block(uuid, names, parent_of, blocked)
+            return
+        except PlacementRequestError as exc:
+            outcome.fields["kept"] = str(exc)
+            self._block(uuid, names, parent_of, blocked)
+            return
+        outcome.fields["deleted"] = True
+        self.state.providers.pop(uuid, None)
+        self.state.wrote_aggregates.pop(uuid, None)
