@@ -300,6 +300,12 @@ class PlacementClient:
                 f"{method} {path}: Placement at {self._where()} is not "
                 f"reachable ({_why(exc)}); start it or fix the URL — the "
                 "next sync catches up", method=method, path=path) from None
+        except ks_exc.ClientException as exc:   # keystone refused us
+            raise PlacementRequestError(
+                f"{method} {path}: keystoneauth could not authenticate or "
+                f"find Placement ({type(exc).__name__}: {exc}); check the "
+                "[placement] auth options", method=method, path=path) \
+                from None
         if response.status_code == 406 and version is not None:
             raise _NotAcceptable()
         if response.status_code >= 400:

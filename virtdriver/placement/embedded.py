@@ -58,7 +58,7 @@ def database_url(db: str | os.PathLike[str]) -> str:
 
 def placement_config(db: str | os.PathLike[str]) -> Any:
     """Placement's ``ConfigOpts`` for database ``db``: ``noauth2``, schema
-    synced on start, no config files read."""
+    synced on start, no config file or directory read."""
     from oslo_config import cfg
     from placement import conf as placement_conf
 
@@ -68,7 +68,8 @@ def placement_config(db: str | os.PathLike[str]) -> Any:
                         group="placement_database")
     config.set_override("sync_on_startup", True, group="placement_database")
     config.set_override("auth_strategy", "noauth2", group="api")
-    config([], project="placement", default_config_files=[])
+    config([], project="placement", default_config_files=[],
+           default_config_dirs=[])
     return config
 
 

@@ -162,3 +162,71 @@ def test_the_documented_microversions_are_the_clients():
     assert rows == {version_text(v) for v, _ in FEATURES.values()}
     assert f"`MIN_VERSION` = **{version_text(MIN_VERSION)}**" in doc
     assert f"`MAX_VERSION` = {version_text(MAX_VERSION)}" in doc
+
+
+KEYSTONE = "http://keystone.in-process.invalid"
+
+
+def fake_keystone(status: str, calls: list):
+    """Keystone v3's token API: a token whose catalog has Placement at
+    IN_PROCESS_URL (or ``status`` as the refusal)."""
+    def app(environ, start_response):
+        calls.append(environ["PATH_INFO"])
+        if not status.startswith("201"):
+            start_response(status, [("Content-Type", "application/json")])
+            return [b'{"error": {"code": 401, "message": "bad password"}}']
+        token = {"token": {
+            "methods": ["password"], "expires_at": "2099-01-01T00:00:00Z",
+            "issued_at": "2024-01-01T00:00:00Z",
+            "user": {"id": "u", "name": "nova", "domain": {"id": "default"}},
+            "project": {"id": "p", "name": "service",
+                        "domain": {"id": "default"}},
+            "catalog": [{"type": "placement", "name": "placement", "id": "s",
+                         "endpoints": [{
+                             "id": "e", "interface": "public",
+                             "region": "RegionOne", "region_id": "RegionOne",
+                             "url": IN_PROCESS_URL}]}]}}
+        start_response("201 Created", [("Content-Type", "application/json"),
+                                       ("X-Subject-Token", "tok-123")])
+        return [json.dumps(token).encode()]
+    return app
+
+
+def keystone_session(status: str, keystone_calls: list,
+                     placement_calls: list):
+    from keystoneauth1 import session as ks_session
+    from keystoneauth1.identity import v3
+
+    transport = requests.Session()
+    transport.mount(KEYSTONE, WSGITransport(fake_keystone(status,
+                                                          keystone_calls)))
+
+    def placement_app(environ, start_response):
+        placement_calls.append(environ.get("HTTP_X_AUTH_TOKEN"))
+        return fake_placement("1.39", [])(environ, start_response)
+
+    transport.mount(IN_PROCESS_URL, WSGITransport(placement_app))
+    auth = v3.Password(auth_url=f"{KEYSTONE}/v3", username="nova",
+                       password="secret", project_name="service",
+                       user_domain_id="default", project_domain_id="default")
+    return ks_session.Session(auth=auth, session=transport)
+
+
+def test_the_endpoint_comes_from_the_service_catalog():
+    keystone_calls, placement_calls = [], []
+    client = PlacementClient.from_session(
+        keystone_session("201 Created", keystone_calls, placement_calls))
+
+    assert client.list_providers() == []
+    assert client.endpoint == IN_PROCESS_URL
+    assert keystone_calls == ["/v3/auth/tokens"]
+    assert placement_calls == ["tok-123", "tok-123"]
+
+
+def test_a_keystone_refusal_is_a_request_error_not_a_crash():
+    client = PlacementClient.from_session(
+        keystone_session("401 Unauthorized", [], []),
+        endpoint_override=IN_PROCESS_URL)
+    with pytest.raises(errors.PlacementRequestError) as caught:
+        client.list_providers()
+    assert "[placement] auth options" in str(caught.value)
