@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 import urllib.parse
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 from wsgiref import simple_server
@@ -92,7 +93,10 @@ def build_app(db: str | os.PathLike[str]) -> Callable:
     if url.startswith("sqlite:///"):
         pathlib.Path(url.removeprefix("sqlite:///")).parent.mkdir(
             parents=True, exist_ok=True)
-    from placement import db_api, deploy
+    with warnings.catch_warnings():
+        # webob (Placement's) imports cgi, deprecated in Python 3.11.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from placement import db_api, deploy
 
     config = placement_config(db)
     try:
