@@ -267,3 +267,15 @@ def test_two_report_runs_print_the_same_tree(capsys):
         str(uuidlib.uuid5(uuidlib.UUID(
             json.loads(outputs[0])["providers"][0]["uuid"]),
             "fake-numa4-large_NUMA0"))
+
+
+def test_manages_names_what_the_driver_made_in_this_process(tmp_path):
+    tracker = ResourceTracker(fake(), state_dir=tmp_path)
+    tracker.update_all()
+    foreign = tracker.tree.new_root("sharing-provider")
+    assert all(tracker.manages(p.uuid) for p in tracker.tree.providers()
+               if p.uuid != foreign)
+    assert not tracker.manages(foreign)
+    restarted = ResourceTracker(fake(), state_dir=tmp_path,
+                                tree=tracker.tree)
+    assert not restarted.manages(tracker.tree.data(NODE).uuid)

@@ -115,6 +115,12 @@ class ResourceTracker:
         """The ledger as last read or saved."""
         return self._ledger_file.ledger
 
+    def manages(self, uuid: str) -> bool:
+        """Whether this tracker saw its driver create or update provider
+        ``uuid`` as a node's in this process — the proof of ownership no
+        file can forge (a root, or a child with any uuid)."""
+        return uuid in self._managed
+
     def update_available_resource(self, nodename: str) -> UpdateResult:
         """Update ``nodename``'s providers, settle traits, save the ledger.
 
