@@ -281,7 +281,7 @@ def _provider_conflicts(instance: Instance, required: frozenset[str],
                         forbidden: frozenset[str], providers: Providers
                         ) -> list[Conflict]:
     """Check image traits against the allocated providers and their roots."""
-    lookup = _lookup(providers)
+    lookup = provider_lookup(providers)
     roles: dict[str, str] = {}     # uuid -> how it counts
     known: dict[str, ProviderInfo] = {}
     for uuid in instance.allocations:
@@ -343,7 +343,11 @@ def _provider_conflicts(instance: Instance, required: frozenset[str],
     return conflicts
 
 
-def _lookup(providers: Providers) -> Callable[[str], ProviderInfo | None]:
+def provider_lookup(providers: Providers
+                    ) -> Callable[[str], ProviderInfo | None]:
+    """``providers`` (any :data:`Providers` form) as one callable uuid →
+    :class:`ProviderInfo` or ``None`` (not known)."""
+
     def lookup(uuid: str) -> ProviderInfo | None:
         try:
             value = (providers.get(uuid) if isinstance(providers, Mapping)

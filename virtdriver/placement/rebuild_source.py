@@ -60,7 +60,8 @@ from typing import Any, NamedTuple
 from virtdriver.claims.extra_specs import image_traits
 from virtdriver.claims.model import Instance
 from virtdriver.claims.rebuild import (
-    TRAITS, Conflict, ProviderInfo, Providers, rebuild_conflicts)
+    TRAITS, Conflict, ProviderInfo, Providers, provider_lookup,
+    rebuild_conflicts)
 from virtdriver.placement.client import FEATURES, PlacementClient, version_text
 from virtdriver.placement.errors import (
     MicroversionUnsupported, PlacementRequestError, ProviderNotFound,
@@ -260,7 +261,7 @@ def placement_answer(client: PlacementClient, instance: Instance,
         _need(client, "forbidden_traits")
     if providers is None:
         providers = placement_providers(client, allocations)
-    lookup = _lookup(providers)
+    lookup = provider_lookup(providers)
     if conflicts is None:
         conflicts = rebuild_conflicts(instance, new_image_properties,
                                       providers)
@@ -392,24 +393,6 @@ def _need(client: PlacementClient, feature: str) -> None:
             f"{client.microversion}; asking it the rebuild's trait question "
             f"needs {version_text(version)} ({why}); upgrade Placement",
             method="GET", path="/resource_providers")
-
-
-def _lookup(providers: Providers):
-    def lookup(uuid: str) -> ProviderInfo | None:
-        try:
-            value = (providers.get(uuid) if isinstance(providers, Mapping)
-                     else providers(uuid))
-        except LookupError:
-            return None
-        if value is None or isinstance(value, ProviderInfo):
-            return value
-        if isinstance(value, Mapping):
-            return ProviderInfo(frozenset(value.get("traits", ())),
-                                value.get("root_uuid"), value.get("name"))
-        traits, root, *rest = value
-        return ProviderInfo(frozenset(traits), root,
-                            rest[0] if rest else None)
-    return lookup
 
 
 def _is_uuid(text: str) -> bool:
