@@ -55,8 +55,14 @@ class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
         return super().construct_mapping(node, deep)
 
 
+#: The YAML loader data files are read with; subclass it to pass as
+#: ``load_data_file(..., yaml_loader=)`` (e.g. one recording line numbers).
+UniqueKeyLoader = _Loader
+
+
 def load_data_file(path: str | pathlib.Path, what: str,
-                   error: type[Exception]) -> Any:
+                   error: type[Exception], *,
+                   yaml_loader: type[UniqueKeyLoader] | None = None) -> Any:
     """The parsed content of ``path``: JSON for ``.json``, else YAML.
 
     YAML is read with a safe loader (no Python objects).  The limits in
@@ -66,6 +72,8 @@ def load_data_file(path: str | pathlib.Path, what: str,
         path: the file.
         what: what the file holds, for messages ("node inventory").
         error: the exception type to raise, with a message naming the file.
+        yaml_loader: a :data:`UniqueKeyLoader` subclass to read YAML with
+            (its constructors may return ``dict``/``list`` subclasses).
 
     Raises:
         error: the file cannot be read, is not a regular file, too big,
@@ -85,7 +93,7 @@ def load_data_file(path: str | pathlib.Path, what: str,
     kind = "JSON" if is_json else "YAML"
     try:
         data = (json.loads(text, object_pairs_hook=_unique_pairs) if is_json
-                else yaml.load(text, Loader=_Loader))  # noqa: S506 - safe
+                else yaml.load(text, Loader=yaml_loader or _Loader))  # noqa: S506
     except (ValueError, yaml.YAMLError) as exc:
         raise error(f"{path}: not valid {kind}: {_one_line(exc)}; fix the "
                     f"{what} there") from None
