@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.postgres_cluster import postgres_cluster  # noqa: F401
 from virtdriver.drivers.libvirt import connection
 from virtdriver.drivers.libvirt.host import read_host
 
