@@ -247,11 +247,12 @@ def test_no_5xx_and_every_sync_succeeded(outcome, workers):
     assert [c for c in outcome.cycles() if not c["ok"]] == []
     assert outcome.writer["given_up"] == 0
     # Placement logged no error but its trait race (agents.is_trait_race:
-    # a 500 that is a generation conflict, retried as one).
+    # a 500 that is a generation conflict, retried as one; once the client
+    # maps it itself, the shim counts none).
     errors = [line for server in servers
               for line in server.log.read_text(errors="replace").splitlines()
               if line.startswith("Placement API unexpected error")]
-    assert len(errors) == outcome.trait_races
+    assert len(errors) >= outcome.trait_races
     assert all("concurrently updated the resource provider" in line
                for line in errors)
 
