@@ -11,7 +11,7 @@ import pytest
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.provider_config import (
     Applied, AppliedRecord, ProviderConfigError, ProviderRecord, apply_plan,
-    load_directory, plan, reported_classes)
+    load_directory, plan, reported_classes, unmatched)
 from virtdriver.resource_tracker.inventory import Inventory
 from virtdriver.resource_tracker.provider_tree import ProviderTree
 
@@ -428,3 +428,14 @@ def test_reported_classes_are_what_the_files_did_not_apply(tmp_path):
         orc.VCPU, "CUSTOM_DRIVER"}
     assert reported_classes(run.tree, scope, AppliedRecord()) == {
         orc.VCPU, "CUSTOM_DRIVER", "CUSTOM_FILE"}
+
+
+def test_scoped_plans_leave_unmatched_entries_to_unmatched(tmp_path):
+    run = Cycles(tmp_path)
+    path = run.write("a.yaml", entry("{name: cn9}", ["CUSTOM_A"]),
+                     entry("{name: cn1}", ["CUSTOM_B"]))
+    done = run.cycle(scope=run.tree.get_provider_uuids_in_tree("cn1"))
+    assert done.warnings == () and run.traits("cn1") == {"CUSTOM_B"}
+    assert unmatched(load_directory(run.dir), run.tree) == [
+        f"{path}:3 (providers[0]): name 'cn9' matches no provider in the "
+        "tree; ignored until one appears"]

@@ -10,7 +10,7 @@ import os_traits
 import pytest
 
 from virtdriver.provider_config import (
-    COMPUTE_NODE, ProviderConfigError, parse_file)
+    EVERY_COMPUTE_NODE, ProviderConfigError, parse_file)
 from virtdriver.resource_tracker.inventory import Inventory
 
 UUID = "5213b75d-9260-42a6-b236-f39b0fd10561"
@@ -58,7 +58,7 @@ def test_example_parses_with_every_field_and_line(tmp_path):
     entries, warnings = parse_file(path)
     assert warnings == []
     default, numa, gold = entries
-    assert default.identification.uuid == COMPUTE_NODE
+    assert default.identification.uuid == EVERY_COMPUTE_NODE
     assert default.identification.compute_node
     assert default.source.line == 4 and default.source.entry == 0
     assert {t: s.line for t, s in default.traits.items()} == {

@@ -16,12 +16,12 @@ has the rules and a worked example.
 """
 
 from virtdriver.provider_config.apply import (
-    Plan, ProviderChanges, apply_plan, plan, reported_classes)
+    Plan, ProviderChanges, apply_plan, plan, reported_classes, unmatched)
 from virtdriver.provider_config.directory import (
     DEFAULT_LOCATION, check_ownership, check_unique, config_files,
     directory_signature, load_directory)
 from virtdriver.provider_config.model import (
-    COMPUTE_NODE, Identification, ProviderConfig, ProviderConfigError,
+    EVERY_COMPUTE_NODE, Identification, ProviderConfig, ProviderConfigError,
     ProviderEntry, Source)
 from virtdriver.provider_config.record import (
     Applied, AppliedRecord, ProviderRecord, RecordError, RecordFile,
@@ -29,10 +29,10 @@ from virtdriver.provider_config.record import (
 from virtdriver.provider_config.schema import SCHEMA_VERSION, parse_file
 
 __all__ = [
-    "COMPUTE_NODE", "DEFAULT_LOCATION", "SCHEMA_VERSION", "Applied",
+    "DEFAULT_LOCATION", "EVERY_COMPUTE_NODE", "SCHEMA_VERSION", "Applied",
     "AppliedRecord", "Identification", "Plan", "ProviderChanges",
     "ProviderConfig", "ProviderConfigError", "ProviderEntry",
     "ProviderRecord", "RecordError", "RecordFile", "Source", "apply_plan",
     "check_ownership", "check_unique", "config_files", "directory_signature",
     "load_directory", "parse_file", "plan", "record_path",
-    "reported_classes"]
+    "reported_classes", "unmatched"]

@@ -106,7 +106,8 @@ class Plan:
             with them, in the same transaction).
         kept: one line per recorded trait or inventory the files no longer
             give a provider but that stays there, and why.
-        warnings: one line per entry that matches no provider.
+        warnings: one line per entry that matches no provider (only in a
+            plan of the whole tree).
     """
 
     changes: Mapping[str, ProviderChanges]
@@ -140,24 +141,31 @@ def plan(config: ProviderConfig, tree: TreeReader, record: AppliedRecord, *,
         owned_classes: resource classes the driver reports; refused too.
         compute_nodes: uuids of the compute node roots ``$COMPUTE_NODE``
             means; default: every root with the ``COMPUTE_NODE`` trait.
-        scope: uuids of the providers to plan for (one node's tree);
-            default every provider.  The record of any other provider is
-            kept as it is.
+        scope: uuids of the providers to plan for (one node's tree,
+            parents first); default every provider.  The record of any
+            other provider is kept as it is, and entries matching nothing
+            are not reported (see :func:`unmatched`).
 
     Raises:
         ProviderConfigError: an entry collides with the driver or with
             another entry (the message names file, line and entry).
     """
-    targets, warnings = _targets(config, tree, compute_nodes)
-    wanted = None if scope is None else frozenset(scope)
+    # One node's scope is walked alone: planning each of many nodes must
+    # cost that node's providers, not a walk of the tree or the entries.
+    if scope is None:
+        providers = tree.providers()
+        warnings = unmatched(config, tree)
+    else:
+        providers = [tree.data(uuid) for uuid in dict.fromkeys(scope)
+                     if tree.exists(uuid)]
+        warnings = []
+    targets = _targets(config, providers, compute_nodes)
     owned_classes = frozenset(owned_classes)
     changes: dict[str, ProviderChanges] = {}
     updates: dict[str, ProviderRecord] = {}
     kept: list[str] = []
-    for current in tree.providers():
+    for current in providers:
         uuid = current.uuid
-        if wanted is not None and uuid not in wanted:
-            continue
         entry = targets.get(uuid)
         if entry is None and uuid not in record:
             continue
@@ -203,41 +211,44 @@ def reported_classes(tree: TreeReader, uuids: Iterable[str],
     return frozenset(found)
 
 
-def _targets(config: ProviderConfig, tree: TreeReader,
+def unmatched(config: ProviderConfig, tree: TreeReader) -> list[str]:
+    """One warning per entry that names no provider in ``tree`` (in a
+    plan without ``scope``; with one, call this once per cycle)."""
+    return [f"{entry.source}: {entry.identification} matches no provider "
+            "in the tree; ignored until one appears"
+            for entry in config.entries
+            if not entry.identification.compute_node
+            and _find(tree, entry.identification) is None]
+
+
+def _targets(config: ProviderConfig, providers: list[ProviderData],
              compute_nodes: Iterable[str] | None
-             ) -> tuple[dict[str, ProviderEntry], list[str]]:
-    """Provider uuid → the entry that applies to it; and warnings."""
-    explicit: dict[str, ProviderEntry] = {}
-    default: ProviderEntry | None = None
-    warnings = []
-    for entry in config.entries:
-        ident = entry.identification
-        if ident.compute_node:
-            default = entry
-            continue
-        uuid = _find(tree, ident)
-        if uuid is None:
-            warnings.append(f"{entry.source}: {ident} matches no provider "
-                            "in the tree; ignored until one appears")
-            continue
-        earlier = explicit.setdefault(uuid, entry)
-        if earlier is not entry:
+             ) -> dict[str, ProviderEntry]:
+    """Provider uuid → the entry that applies to it, for ``providers``."""
+    targets: dict[str, ProviderEntry] = {}
+    for current in providers:
+        by_uuid = config.by_uuid.get(current.uuid)
+        by_name = config.by_name.get(current.name)
+        if by_uuid is not None and by_name is not None:
+            first, second = sorted((by_uuid, by_name), key=lambda e: (
+                e.source.path, e.source.entry))
             raise ProviderConfigError.at(
-                entry.source.path, entry.source.line,
-                f"providers[{entry.source.entry}]",
-                f"{ident} is {tree.data(uuid).label}, which "
-                f"{earlier.identification} at {earlier.source} identifies "
-                "too", "keep one entry for the provider")
-    targets = dict(explicit)
+                second.source.path, second.source.line,
+                f"providers[{second.source.entry}]",
+                f"{second.identification} is {current.label}, which "
+                f"{first.identification} at {first.source} identifies too",
+                "keep one entry for the provider")
+        if by_uuid is not None or by_name is not None:
+            targets[current.uuid] = by_uuid or by_name
+    default = config.compute_node
     if default is not None:
-        if compute_nodes is None:
-            compute_nodes = [root.uuid for root in tree.roots
-                             if os_traits.COMPUTE_NODE in root.traits]
-        for node in compute_nodes:
-            uuid = tree.data(node).uuid if tree.exists(node) else None
-            if uuid is not None and uuid not in explicit:
-                targets[uuid] = default
-    return targets, warnings
+        roots = (frozenset(compute_nodes) if compute_nodes is not None else
+                 {p.uuid for p in providers if p.parent_uuid is None
+                  and os_traits.COMPUTE_NODE in p.traits})
+        for current in providers:
+            if current.uuid in roots and current.uuid not in targets:
+                targets[current.uuid] = default
+    return targets
 
 
 def _find(tree: TreeReader, ident: Identification) -> str | None:

@@ -16,7 +16,7 @@ from virtdriver.resource_tracker.inventory import Inventory
 
 #: The ``identification: {uuid: ...}`` value meaning "every compute node
 #: root this service manages".
-COMPUTE_NODE = "$COMPUTE_NODE"
+EVERY_COMPUTE_NODE = "$COMPUTE_NODE"
 
 _EMPTY: Mapping = MappingProxyType({})
 
@@ -72,7 +72,7 @@ class Source:
 class Identification:
     """Which provider an entry is for: by ``uuid`` or by ``name``.
 
-    ``uuid`` is lower case, or :data:`COMPUTE_NODE`.
+    ``uuid`` is lower case, or :data:`EVERY_COMPUTE_NODE`.
     """
 
     uuid: str | None = None
@@ -81,7 +81,7 @@ class Identification:
     @property
     def compute_node(self) -> bool:
         """Whether this is ``uuid: $COMPUTE_NODE`` (every compute node)."""
-        return self.uuid == COMPUTE_NODE
+        return self.uuid == EVERY_COMPUTE_NODE
 
     @property
     def key(self) -> tuple[str, str]:
@@ -93,7 +93,7 @@ class Identification:
 
     def __str__(self) -> str:
         if self.compute_node:
-            return COMPUTE_NODE
+            return EVERY_COMPUTE_NODE
         kind, value = self.key
         return f"{kind} {value!r}"
 
@@ -148,3 +148,27 @@ class ProviderConfig:
     files: tuple[str, ...] = ()
     entries: tuple[ProviderEntry, ...] = ()
     warnings: tuple[str, ...] = ()
+    #: The entries by ``uuid`` and by ``name`` (the first of each), and
+    #: the ``$COMPUTE_NODE`` one: O(1) lookups for each provider planned.
+    by_uuid: Mapping[str, ProviderEntry] = field(
+        init=False, repr=False, compare=False, default_factory=lambda: _EMPTY)
+    by_name: Mapping[str, ProviderEntry] = field(
+        init=False, repr=False, compare=False, default_factory=lambda: _EMPTY)
+    compute_node: ProviderEntry | None = field(
+        init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self) -> None:
+        by_uuid: dict[str, ProviderEntry] = {}
+        by_name: dict[str, ProviderEntry] = {}
+        default = None
+        for entry in self.entries:
+            ident = entry.identification
+            if ident.compute_node:
+                default = default or entry
+            elif ident.uuid is not None:
+                by_uuid.setdefault(ident.uuid, entry)
+            elif ident.name is not None:
+                by_name.setdefault(ident.name, entry)
+        object.__setattr__(self, "by_uuid", MappingProxyType(by_uuid))
+        object.__setattr__(self, "by_name", MappingProxyType(by_name))
+        object.__setattr__(self, "compute_node", default)

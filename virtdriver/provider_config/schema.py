@@ -31,7 +31,8 @@ from virtdriver.capabilities.traits.names import CUSTOM_PREFIX, invalid_reason
 from virtdriver.drivers.data_files import kind_of
 from virtdriver.provider_config.marks import MarkedList, MarkedMap, read_marked
 from virtdriver.provider_config.model import (
-    COMPUTE_NODE, Identification, ProviderConfigError, ProviderEntry, Source)
+    EVERY_COMPUTE_NODE, Identification, ProviderConfigError, ProviderEntry,
+    Source)
 from virtdriver.resource_tracker.errors import InvalidProvider
 from virtdriver.resource_tracker.inventory import (
     invalid_resource_class_reason, validate_inventory)
@@ -193,13 +194,13 @@ class _File:
                     f"give a string of 1 to {MAX_NAME_LENGTH} characters")
             return Identification(name=name)
         uuid = ident["uuid"]
-        if uuid == COMPUTE_NODE:
-            return Identification(uuid=COMPUTE_NODE)
+        if uuid == EVERY_COMPUTE_NODE:
+            return Identification(uuid=EVERY_COMPUTE_NODE)
         if not (isinstance(uuid, str) and _UUID.fullmatch(uuid)):
             raise self.fail(
                 ident.line_of("uuid"), f"{where}.uuid",
                 f"{kind_of(uuid)} is neither a dashed UUID nor "
-                f"{COMPUTE_NODE}", "give the provider's uuid "
+                f"{EVERY_COMPUTE_NODE}", "give the provider's uuid "
                 "(8-4-4-4-12 hex digits), or identify it by name")
         return Identification(uuid=uuid.lower())
 
