@@ -6,7 +6,9 @@ ownership callable and the sync state, and, in this order:
 1. **lists** the trees it manages — one ``GET
    /resource_providers?in_tree=<root>`` per root (one unfiltered ``GET
    /resource_providers`` when there are more than ``list_all_above``
-   roots) — which gives every provider's generation;
+   roots) — which gives every provider's generation; inventory that
+   allocations use and that must move goes first, in one ``POST
+   /reshaper`` per tree (:mod:`~.reshape`);
 2. **deletes** providers gone from the tree, children first, each only if
    ``owned_for`` vouches for it (a state file never does); one that still
    has allocations is kept, and the result says so;
@@ -45,6 +47,8 @@ from virtdriver.placement.errors import (
     UnknownName)
 from virtdriver.placement.plan import (
     ProviderPlan, custom_names, inventory_from_placement, plan_provider)
+from virtdriver.placement.reshape import Reshaper, in_use_message
+from virtdriver.placement.reshape_plan import PlacementOf
 from virtdriver.placement.result import OutcomeBuilder, SyncResult
 from virtdriver.placement.state import Known, Listed, SyncState, SyncStateFile
 from virtdriver.resource_tracker.provider import ProviderData
@@ -69,7 +73,8 @@ def sync(tree: TreeReader, client: PlacementClient, *, owned_for: OwnedFor,
          state: SyncState, remove: Iterable[str] = (), dry_run: bool = False,
          attempts: int = DEFAULT_ATTEMPTS, backoff: float = DEFAULT_BACKOFF,
          list_all_above: int = LIST_ALL_ABOVE,
-         sleep: Callable[[float], None] = time.sleep) -> SyncResult:
+         sleep: Callable[[float], None] = time.sleep,
+         placement_of: PlacementOf | None = None) -> SyncResult:
     """Make Placement equal ``tree`` (module doc); update ``state``.
 
     Args:
@@ -91,6 +96,9 @@ def sync(tree: TreeReader, client: PlacementClient, *, owned_for: OwnedFor,
         backoff: mean delay before the first retry (doubled, jittered).
         list_all_above: list all providers at once above this many roots.
         sleep: how to wait between retries (tests pass a recorder).
+        placement_of: where each consumer's allocations belong when
+            inventory must move (:class:`~.reshape.ClaimsPlacement`);
+            ``None``: only moves with one possible destination.
 
     Returns:
         A :class:`~.result.SyncResult`; never raises for Placement's
@@ -98,7 +106,8 @@ def sync(tree: TreeReader, client: PlacementClient, *, owned_for: OwnedFor,
     """
     run = _Run(tree.snapshot(), client, owned_for, state, remove=remove,
                dry_run=dry_run, attempts=max(1, attempts), backoff=backoff,
-               list_all_above=list_all_above, sleep=sleep)
+               list_all_above=list_all_above, sleep=sleep,
+               placement_of=placement_of)
     return run.execute()
 
 
@@ -160,7 +169,8 @@ class _Run:
                  owned_for: OwnedFor, state: SyncState, *,
                  remove: Iterable[str], dry_run: bool, attempts: int,
                  backoff: float, list_all_above: int,
-                 sleep: Callable[[float], None]) -> None:
+                 sleep: Callable[[float], None],
+                 placement_of: PlacementOf | None = None) -> None:
         self.tree = snapshot
         self.client = client
         self.owned_for = owned_for
@@ -175,6 +185,8 @@ class _Run:
         self.conflicts = 0
         self.missing: set[str] = set()   # desired, not in Placement
         self.foreign: list[str] = []
+        self.placement_of = placement_of
+        self.notes: list[str] = []
 
     # -- the whole run ------------------------------------------------------
 
@@ -195,7 +207,7 @@ class _Run:
             pending=pending, reason=reason,
             counts=self.client.counts - before, conflicts=self.conflicts,
             seconds=time.monotonic() - started, foreign=tuple(self.foreign),
-            notes=tuple(notes), dry_run=self.dry_run)
+            notes=tuple(notes + self.notes), dry_run=self.dry_run)
 
     def _run(self) -> None:
         state = self.state
@@ -210,16 +222,27 @@ class _Run:
         roots = list(dict.fromkeys(p.root_uuid for p in managed))
         listed = self._list(roots)
         state.microversion = self.client.negotiated or state.microversion
+        # Inventory that allocations use moves first, in one request per
+        # tree; a tree that cannot be reshaped is held: left untouched.
+        reshaped = Reshaper(
+            self.client, state, self.owned_for, self.placement_of,
+            dry_run=self.dry_run, attempts=self.attempts,
+            backoff=self.backoff, sleep=self.sleep).before_sync(
+                managed, listed)
+        self.outcomes.update(reshaped.outcomes)
+        self.notes.extend(reshaped.notes)
+        self.conflicts += reshaped.conflicts
         gone = Deletions(self.client, state, self.owned_for,
                          dry_run=self.dry_run)
         try:
-            gone.run(listed, {p.uuid for p in desired}, set(roots),
-                     self.remove)
+            gone.run(listed, {p.uuid for p in desired} | reshaped.held,
+                     set(roots), self.remove)
         finally:
             self.outcomes.update(gone.outcomes)
             self.foreign.extend(gone.foreign)
         for provider in managed:
-            self._sync_provider(provider, listed.get(provider.uuid))
+            if provider.uuid not in reshaped.held:
+                self._sync_provider(provider, listed.get(provider.uuid))
         managed_uuids = {p.uuid for p in managed}
         for uuid in list(state.providers):
             if uuid not in managed_uuids:
@@ -441,11 +464,7 @@ class _Run:
                 generation = self._put(uuid, part, current.generation,
                                        payload, plan)
             except InventoryInUse as exc:
-                classes = ", ".join(exc.resource_classes) or "some class"
-                outcome.error(
-                    f"inventory of {classes} is in use by allocations and "
-                    f"cannot be removed or shrunk ({exc.detail}); move the "
-                    "allocations (the reshaper) or keep the inventory")
+                outcome.error(in_use_message(desired, exc))
                 continue
             field = {"inventories": "inventory"}.get(part, part)
             current = dataclasses.replace(
