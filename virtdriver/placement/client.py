@@ -74,6 +74,10 @@ MIN_VERSION = (1, 30)
 MAX_VERSION = (1, 39)
 #: What Placement's ``noauth2`` mode takes as an admin token.
 NOAUTH_TOKEN = "admin"
+#: The roles sent with it (``noauth2`` reads them from ``X-Roles``; without
+#: them it grants only ``admin``, and ``POST /reshaper`` needs ``service``).
+#: Behind keystonemiddleware the token's own roles replace the header.
+NOAUTH_ROLES = "admin,service"
 SERVICE_TYPE = "placement"
 _READS = frozenset({"GET", "HEAD"})
 _IN_USE = re.compile(r"Inventory for '([^']*)' on resource provider")
@@ -151,14 +155,17 @@ class PlacementClient:
                  endpoint_id: str | None = None,
                  microversion: str | None = None) -> PlacementClient:
         """A client for ``url`` with a fixed token (Placement's
-        ``noauth2`` takes ``admin``); ``requests_session`` carries a
-        custom transport (the in-process embedded service)."""
+        ``noauth2`` takes ``admin``, sent with :data:`NOAUTH_ROLES`);
+        ``requests_session`` carries a custom transport (the in-process
+        embedded service)."""
         session = ks_session.Session(
             auth=token_endpoint.Token(url, token), timeout=timeout,
             session=requests_session)
+        roles = {"X-Roles": NOAUTH_ROLES} if token == NOAUTH_TOKEN else None
         return cls(ks_adapter.Adapter(
             session, service_type=SERVICE_TYPE, endpoint_override=url,
-            connect_retries=0, status_code_retries=0, raise_exc=False),
+            connect_retries=0, status_code_retries=0, raise_exc=False,
+            additional_headers=roles),
             endpoint_id=endpoint_id or url.rstrip("/"),
             microversion=microversion)
 
