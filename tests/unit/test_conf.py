@@ -281,9 +281,9 @@ def test_docs_list_every_option_with_its_default():
         section = text.split(f"## [{group}]")[1].split("\n## ")[0]
         rows = {m[1]: m[2] for m in re.finditer(
             r"^\| `(\w+)` \| ([^|]+) \|", section, re.M)}
-        assert sorted(rows) == sorted(opt.name for opt in opts), group
+        assert sorted(rows) == sorted(opt.dest for opt in opts), group
         for opt in opts:
-            shown = rows[opt.name].strip()
+            shown = rows[opt.dest].strip()
             if opt.default in (None, [], ""):
                 assert shown in ("unset", "empty", "none"), opt.name
             else:

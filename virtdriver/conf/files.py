@@ -8,8 +8,9 @@ silently does not apply.  :func:`file_problems` and
 :class:`~virtdriver.conf.reader.ConfigError`.
 
 Which sections are checked for unknown options: only those virtdriver
-registers (``[compute]``, ``[libvirt]``, ``[virtdriver]``; in virtdriver's
-file they are virtdriver's, even though Nova uses the same names).
+registers (``[compute]``, ``[libvirt]``, ``[placement]``, ``[virtdriver]``;
+in virtdriver's file they are virtdriver's, even though Nova uses the same
+names).
 ``[DEFAULT]`` is shared with oslo.log and other libraries, and any other
 section belongs to someone else: both are left alone.
 """

@@ -4,6 +4,10 @@ Options live on a :class:`oslo_config.cfg.ConfigOpts` made by
 :func:`make_conf`; nothing is registered on oslo's global ``CONF``, so
 two configurations (a test's and the command's) never meet.
 
+``[placement]`` holds keystoneauth1's session, auth and adapter options
+(:mod:`virtdriver.conf.placement`), registered through
+``keystoneauth1.loading`` as every compute service does.
+
 Nova keeps ``reserved_host_memory_mb``, ``reserved_huge_pages`` and the
 allocation ratios in ``[DEFAULT]``; here they are in ``[compute]``, and a
 Nova-style ``[DEFAULT]`` setting is still read (oslo's deprecated group).
@@ -17,6 +21,7 @@ from os import PathLike
 from oslo_config import cfg
 
 from virtdriver.capabilities.traits.config import CPU_MODES
+from virtdriver.conf import placement
 from virtdriver.conf.files import (
     file_problems, known_options, unknown_options)
 from virtdriver.conf.reader import ConfigError
@@ -105,16 +110,25 @@ VIRTDRIVER_OPTS = [
 ]
 
 
-def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
-    """Every option by group, in oslo-config-generator's form."""
+def _own_opts() -> list[tuple[str, list[cfg.Opt]]]:
     return [("compute", COMPUTE_OPTS), ("libvirt", LIBVIRT_OPTS),
             ("virtdriver", VIRTDRIVER_OPTS)]
 
 
+def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
+    """Every option by group, in oslo-config-generator's form
+    (``[placement]`` with the ``password`` auth plugin's options)."""
+    return [*_own_opts(), (placement.GROUP, placement.sample_opts())]
+
+
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    """Register every virtdriver option on ``conf``."""
-    for group, opts in list_opts():
+    """Register every virtdriver option on ``conf``; the auth plugin's
+    ``[placement]`` options follow ``auth_type`` and are registered when
+    a client is made (:func:`virtdriver.conf.placement.placement_client`).
+    """
+    for group, opts in _own_opts():
         conf.register_opts(opts, group=group)
+    placement.register_placement_opts(conf)
 
 
 def make_conf(args: Sequence[str] | None = None,
@@ -159,7 +173,10 @@ def make_conf(args: Sequence[str] | None = None,
         # UTF-8: oslo opens files in the locale's encoding.
         raise ConfigError([f"cannot read config files {', '.join(files)}: "
                            f"{exc}; check them"]) from None
-    known = known_options(list_opts())
+    known = placement.KnownNames(
+        known_options(_own_opts()),
+        lambda: known_options([(placement.GROUP,
+                                placement.known_opts())])[placement.GROUP])
     problems = [problem for path in conf.config_file or ()
                 for problem in unknown_options(path, known)]
     if problems:  # each names its file
