@@ -3,12 +3,15 @@
 :class:`TrackerOwnership` answers, per provider uuid, what the provider's
 node owns — the same proof the tracker uses (``docs/resource-tracker.md``):
 
-* a root whose name is one of the driver's nodes (or whose uuid the driver
-  derives for its name, :meth:`ComputeDriver.recognizes_root`) is the
-  node's, owned by ``driver.ownership_for(node)``;
-* a child is the node's if its uuid is derived from its parent's and its
-  name (:func:`~virtdriver.drivers.identity.is_derived_child`) and its
-  parent is the node's;
+* a provider the tracker saw its driver create or update as a node's in
+  this process (:meth:`ResourceTracker.manages`: a root, or a child with
+  any uuid) is that node's;
+* so is a root whose name is one of the driver's nodes (or whose uuid the
+  driver derives for its name, :meth:`ComputeDriver.recognizes_root`),
+  owned by ``driver.ownership_for(node)``;
+* and a child whose uuid is derived from its parent's and its name
+  (:func:`~virtdriver.drivers.identity.is_derived_child`), if its parent
+  is the node's;
 * anything else in the tree is someone else's: ``None``, never written;
 * a provider the tracker *removed* (its update results' diffs list it as
   deleted) stays vouched for until a sync has deleted it, so gone nodes
@@ -99,14 +102,16 @@ class TrackerOwnership:
         if not tree.exists(uuid):
             return driver.ownership if uuid in self._gone else None
         record = tree.data(uuid)
+        managed = self.tracker.manages(uuid)
         if record.parent_uuid is not None:
-            if not is_derived_child(uuid, record.name, record.parent_uuid):
+            if not (managed or is_derived_child(uuid, record.name,
+                                                record.parent_uuid)):
                 return None
             return self._node_ownership(record.parent_uuid)
         try:
             if self._nodes is None:
                 self._nodes = frozenset(driver.get_available_nodes())
-            if record.name not in self._nodes and not \
+            if not managed and record.name not in self._nodes and not \
                     driver.recognizes_root(record.name, uuid):
                 return None
             return driver.ownership_for(record.name)
