@@ -4,11 +4,13 @@ A ``report`` option that the chosen driver does not read (``--inventory``
 with the fake driver, ``--uri`` with ironic), or a combination that cannot
 both apply (``--snapshot`` with ``--uri``), is an error rather than a no-op.
 Config *files* are not checked this way: one file may serve many drivers.
+``--placement-url`` must be an http(s) URL with a host.
 """
 
 from __future__ import annotations
 
 import argparse
+import urllib.parse
 from collections.abc import Mapping
 
 from virtdriver.cli.errors import CommandError
@@ -39,8 +41,29 @@ def check_options(args: argparse.Namespace) -> None:
         raise CommandError(
             "--snapshot replays a recorded host instead of opening libvirt, "
             "so --uri would not apply; give one or the other")
-    if hasattr(args, "driver"):       # report and the claims commands
+    if hasattr(args, "driver"):       # report, sync, the claims commands
         _check_report(args)
+    if getattr(args, "placement_url", None) is not None:
+        placement_url(args.placement_url)
+
+
+def placement_url(url: str) -> str:
+    """``url`` without a trailing ``/`` if it is an http(s) URL with a
+    host and nothing after the path; else :class:`CommandError`."""
+    example = "give Placement's endpoint, e.g. http://placement.example:8778"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 (a port that is not a number raises)
+    except ValueError as exc:
+        raise CommandError(f"--placement-url {url!r} is not a URL ({exc}); "
+                           f"{example}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CommandError(f"--placement-url {url!r} is not an http:// or "
+                           f"https:// URL with a host; {example}")
+    if parts.query or parts.fragment:
+        raise CommandError(f"--placement-url {url!r} has a query or a "
+                           f"fragment; {example}")
+    return url.rstrip("/")
 
 
 def _check_report(args: argparse.Namespace) -> None:

@@ -2,9 +2,10 @@
 
 Every error the library documents is bad input or an unreachable
 environment: one ``virtdriver: <message>`` (the message names the input,
-what is wrong and what to do), exit 2, or 3 when libvirt cannot be reached
-or a lock is held too long.  Anything else is a bug: one line naming it,
-exit 1, and the traceback only with ``--debug``.
+what is wrong and what to do), exit 2, or 3 when libvirt or Placement
+cannot be reached (or Placement answers 5xx) or a lock is held too long.
+A Placement 4xx is our request's fault: bad input, 2.  Anything else is a
+bug: one line naming it, exit 1, and the traceback only with ``--debug``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from virtdriver.drivers.base import DriverError
 from virtdriver.drivers.libvirt.connection import LibvirtConnectionError
 from virtdriver.fakelibvirt.snapshot import SnapshotError
 from virtdriver.filelock import LockError, LockTimeout
+from virtdriver.placement.embedded import EmbeddedError
+from virtdriver.placement.errors import PlacementError, PlacementUnavailable
 from virtdriver.resource_tracker.claims_file import ClaimsFileError
 from virtdriver.resource_tracker.ledger import LedgerError
 
@@ -33,7 +36,8 @@ EXIT_INTERNAL = 1
 EXIT_REFUSED = 1
 #: Input the user or the host got wrong (bad options, files or XML).
 EXIT_FAILURE = 2
-#: The environment is unreachable: libvirt does not answer, a lock is held.
+#: The environment is unreachable: libvirt or Placement does not answer
+#: (or Placement fails, 5xx), a lock is held.
 EXIT_UNREACHABLE = 3
 #: Interrupted (Ctrl-C), as a shell reports SIGINT.
 EXIT_INTERRUPTED = 130
@@ -58,10 +62,11 @@ class CommandError(Exception):
 #: Errors that mean bad input, their messages written for the user.
 KNOWN = (CommandError, DriverError, ConfigError, LedgerError, SnapshotError,
          CapabilityXMLError, LibvirtConnectionError, LockTimeout, LockError,
-         InvalidDocument, ClaimsFileError, ProviderDocumentError)
+         InvalidDocument, ClaimsFileError, ProviderDocumentError,
+         PlacementError, EmbeddedError)
 #: Errors (also as the cause of a known one) that mean the environment is
 #: unreachable rather than the input wrong.
-UNREACHABLE = (LibvirtConnectionError, LockTimeout)
+UNREACHABLE = (LibvirtConnectionError, LockTimeout, PlacementUnavailable)
 
 
 def exit_status(exc: BaseException, named: Iterable[str] = ()) -> int | None:

@@ -4,6 +4,8 @@ policy (see :mod:`.errors`)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import pathlib
 import sys
@@ -22,6 +24,7 @@ from virtdriver.cli.parser import build_parser
 from virtdriver.cli.report import run_report
 from virtdriver.cli.snapshot import run_snapshot
 from virtdriver.cli.state import configured_state_dir
+from virtdriver.cli.sync import run_sync
 from virtdriver.conf import apply_overrides, make_conf, trait_config
 from virtdriver.drivers.libvirt.connection import URIChoice, open_connection
 from virtdriver.fakelibvirt.snapshot import read_snapshot
@@ -38,7 +41,8 @@ def main(argv: Sequence[str] | None = None, *,
     """Run the command line ``argv``; return the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        status = run(args, opener)
+        with library_warnings(debug=args.debug):
+            status = run(args, opener)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return status
     except BrokenPipeError:
@@ -89,15 +93,46 @@ def replay_snapshot(args: argparse.Namespace, conf, config: TraitConfig
 
 def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
                      opener: Opener, *, uri_reason: str | None = None) -> int:
-    """``report``, the claims commands, ``explain``, ``host`` or
-    ``snapshot`` on one host."""
+    """``report``, ``sync``, the claims commands, ``explain``, ``host``
+    or ``snapshot`` on one host."""
     if args.command == "report":
         return run_report(args, conf, uri_reason=uri_reason)
+    if args.command == "sync":
+        return run_sync(args, conf, uri_reason=uri_reason)
     if args.command in CLAIMS_COMMANDS:
         return run_claims_command(args, conf)
     if args.command == "snapshot":
         return run_snapshot(args, config, opener=opener)
     return run_command(args, config, opener=opener)
+
+
+#: Loggers whose warnings the command reports itself (the sync's result
+#: says what is pending or failed): shown only with --debug.
+REPORTED_BY_COMMAND = ("virtdriver.placement",)
+
+
+@contextlib.contextmanager
+def library_warnings(*, debug: bool) -> Iterator[None]:
+    """While a command runs, log warnings go to stderr as Python's
+    last-resort handler prints them (the message alone) — except those the
+    command reports itself and other libraries' (keystoneauth's discovery
+    chatter), which only ``--debug`` shows."""
+    def wanted(record: logging.LogRecord) -> bool:
+        if debug:
+            return True
+        return ((record.name + ".").startswith("virtdriver.")
+                and not any((record.name + ".").startswith(prefix + ".")
+                            for prefix in REPORTED_BY_COMMAND))
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.addFilter(wanted)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
 
 
 def named_paths(args: argparse.Namespace) -> Iterator[str]:

@@ -103,8 +103,8 @@ def _add_pinning_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_driver_selection(parser: argparse.ArgumentParser) -> None:
-    """--driver and the in-tree drivers' own options (``report`` and the
-    claims commands)."""
+    """--driver and the in-tree drivers' own options (``report``,
+    ``sync`` and the claims commands)."""
     parser.add_argument("--driver", default="libvirt",
                         help="driver name (default: libvirt; see "
                              "`virtdriver drivers`)")
@@ -132,6 +132,33 @@ def _add_report(commands) -> None:
                     "gives Placement's shapes.  Options that the chosen "
                     "driver does not read are refused.")
     _add_driver_selection(report_cmd)
+
+
+def _add_sync(commands) -> None:
+    sync_cmd = commands.add_parser(
+        "sync", help="build this host's provider tree and sync it to "
+                     "Placement",
+        description="The main job: load the driver (as report does), "
+                    "update every node with the state directory's ledger, "
+                    "and make Placement equal the tree — --placement-url, "
+                    "else the [placement] config section (keystone auth), "
+                    "else Placement embedded in this process on SQLite in "
+                    "the state directory.  Prints the tree, then per "
+                    "provider what the sync changed and the request count "
+                    "(a second run: \"no changes, 0 writes\").  Exit 0 "
+                    "synced, 2 bad input or Placement refused a request, "
+                    "3 Placement unreachable or failing (the sync is "
+                    "pending; the next run catches up).")
+    sync_cmd.add_argument(
+        "--placement-url", metavar="URL",
+        help="Placement's endpoint, e.g. http://placement:8778, with the "
+             "admin token of Placement's noauth2 mode (default: the "
+             "[placement] section, else embedded)")
+    sync_cmd.add_argument(
+        "--dry-run", action="store_true",
+        help="read Placement and show what the sync would change; write "
+             "nothing")
+    _add_driver_selection(sync_cmd)
 
 
 def _add_claims(commands) -> None:
@@ -185,9 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="virtdriver",
         description="Virt-driver plugin framework tools.  Exit status: 0 "
-                    "ok, 1 a bug in virtdriver, 2 bad input, 3 libvirt "
-                    "unreachable or a lock held too long, 141 output "
-                    "closed early (e.g. `| head`).")
+                    "ok, 1 a bug in virtdriver, 2 bad input, 3 libvirt or "
+                    "Placement unreachable or a lock held too long, 141 "
+                    "output closed early (e.g. `| head`).")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="COMMAND")
@@ -227,5 +254,6 @@ def build_parser() -> argparse.ArgumentParser:
                                    "to replace; written whole or not at all")
     _add_host_options(snapshot_cmd, replay=False, output=False)
     _add_report(commands)
+    _add_sync(commands)
     _add_claims(commands)
     return parser

@@ -1,0 +1,267 @@
+"""``virtdriver sync``: this host's provider tree, made Placement's.
+
+The whole main job in one run, under the state directory's lock
+(``<state_dir>/virtdriver.lock``, the ledger's and the sync state's) from
+loading the driver to saving the sync state, so two runs sharing the
+directory take turns — the second waits, or gives up naming the holder:
+
+1. load the driver as ``report`` does and update every node with the real
+   state directory's ledger (:class:`ResourceTracker`);
+2. sync the tree with a :class:`~virtdriver.placement.sync.Syncer` (the
+   state directory's ``placement-sync.json``, so a second run costs one
+   read per tree) and :class:`TrackerOwnership`, to: ``--placement-url``
+   (``noauth2`` admin token), else the Placement ``[placement]`` names
+   (keystone auth), else Placement **embedded in this process** on SQLite
+   in the state directory (``placement.sqlite``);
+3. print the tree, then per provider what the sync changed and a summary
+   with the request count (``no changes, 0 writes`` when there was nothing
+   to do); ``--format json`` gives ``{"tree": ..., "sync": ...}``.
+
+Exit 0 synced, 2 a provider failed or Placement refused the request (4xx)
+or the input is bad, 3 Placement unreachable or failing (5xx): the sync is
+pending and the next run catches up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import re
+import socket
+import sys
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from keystoneauth1 import exceptions as ks_exc
+
+from virtdriver import render
+from virtdriver.cli.checks import placement_url
+from virtdriver.cli.errors import EXIT_UNREACHABLE, CommandError
+from virtdriver.cli.report import driver_arguments
+from virtdriver.conf import placement as placement_conf
+from virtdriver.drivers.loader import load_driver
+from virtdriver.filelock import exclusive_lock
+from virtdriver.placement.client import PlacementClient
+from virtdriver.placement.ownership import TrackerOwnership
+from virtdriver.placement.result import ProviderOutcome, SyncResult
+from virtdriver.placement.sync import Syncer
+from virtdriver.resource_tracker.tracker import LOCK_FILE, ResourceTracker
+from virtdriver.state_dir import StateDirError, state_dir
+
+#: The embedded Placement's database, in the state directory.
+EMBEDDED_DB = "placement.sqlite"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the sync goes: a description for the output, and how to make
+    the client (called under the state directory's lock: the embedded
+    Placement creates or migrates its database)."""
+
+    description: str
+    connect: Callable[[], PlacementClient]
+
+
+def run_sync(args: argparse.Namespace, conf, out: TextIO | None = None, *,
+             uri_reason: str | None = None) -> int:
+    """Update this host's tree, sync it to Placement, show both.
+
+    Raises:
+        CommandError: the sync is pending (status 3) or failed (2); the
+            tree and what was done are printed first.
+    """
+    out = out or sys.stdout
+    try:
+        directory = state_dir()
+    except StateDirError as exc:
+        raise CommandError(str(exc)) from exc
+    target = placement_target(args, conf, directory)
+    with exclusive_lock(directory / LOCK_FILE,
+                        purpose=f"the virtdriver state directory "
+                        f"{directory}"):
+        driver = load_driver(args.driver, **driver_arguments(args, conf))
+        driver.init_host(socket.gethostname())
+        tracker = ResourceTracker(driver, state_dir=directory,
+                                  driver_name=args.driver)
+        owned = TrackerOwnership(tracker)
+        owned.note(tracker.update_all())
+        client = target.connect()
+        result = Syncer(client, directory).sync(
+            tracker.tree, owned_for=owned, remove=owned.gone,
+            dry_run=args.dry_run)
+        owned.synced(result)
+    if args.format == "json":
+        out.write(json.dumps({"tree": tracker.tree.to_json(),
+                              "sync": sync_json(result, target)},
+                             indent=2) + "\n")
+    else:
+        for node in driver.get_available_nodes():
+            out.write(render.render_node_source(
+                driver.node_capabilities(node).facts, uri_reason))
+        out.write(render.render_tree(tracker.tree, "text"))
+        out.write(render_sync(result, target))
+    _check(result)
+    return 0
+
+
+def placement_target(args: argparse.Namespace, conf,
+                     directory: pathlib.Path) -> Target:
+    """``--placement-url``, else ``[placement]``, else embedded.
+
+    Raises:
+        CommandError: ``--placement-url`` is not an http(s) URL.
+        ConfigError: ``[placement]`` is unusable.
+    """
+    if args.placement_url:
+        url = placement_url(args.placement_url)
+        return Target(f"Placement at {url} (--placement-url, noauth2 admin "
+                      "token)", lambda: PlacementClient.from_url(url))
+    if placement_conf.uses_keystone(conf):
+        adapter = placement_conf.placement_adapter(conf)
+        return Target(placement_conf.describe(conf),
+                      lambda: catalog_client(adapter))
+    client = placement_conf.placement_client(conf)
+    if client is not None:
+        return Target(placement_conf.describe(conf), lambda: client)
+    db = directory / EMBEDDED_DB
+    return Target(f"embedded Placement (in this process) on SQLite {db}",
+                  lambda: _embedded(db))
+
+
+def catalog_client(adapter) -> PlacementClient:
+    """A client on ``adapter`` (keystone auth), its endpoint looked up
+    first, so that keystone refusing the credentials (bad input, 2) and
+    keystone not answering (3) are told apart.
+
+    Raises:
+        CommandError: as said.
+    """
+    try:
+        url = adapter.get_endpoint()
+    except (ks_exc.ConnectionError, ks_exc.RetriableConnectionFailure) as exc:
+        raise CommandError(
+            f"sync pending (the next `virtdriver sync` catches up): keystone "
+            f"at the [placement] auth_url is not reachable ({_why(exc)}); "
+            "start it or fix auth_url", EXIT_UNREACHABLE) from None
+    except ks_exc.ClientException as exc:
+        raise CommandError(
+            f"keystone refused the [placement] credentials or could not "
+            f"find Placement ({type(exc).__name__}: {exc}); check the "
+            "[placement] auth options") from None
+    if not url:
+        raise CommandError(
+            "the service catalog has no placement endpoint for [placement] "
+            "valid_interfaces and region_name; check them, or set "
+            "endpoint_override")
+    return PlacementClient(adapter, endpoint_id=url.rstrip("/"))
+
+
+def _embedded(db: pathlib.Path) -> PlacementClient:
+    # Imported here: openstack-placement costs ~0.7 s to import.
+    from virtdriver.placement.embedded import in_process_client
+    return in_process_client(db)
+
+
+def summary(result: SyncResult) -> str:
+    """One line: ``no changes, 0 writes; 1 request (1 read), 0.01 s``."""
+    changed = sum(o.changed for o in result.outcomes)
+    if result.pending:
+        head = "pending, Placement unavailable"
+    elif result.reason:
+        head = "failed"
+    elif result.errors:
+        head = f"{_count(len(result.errors), 'provider')} failed"
+    elif not changed:
+        head = "no changes"
+    elif result.dry_run:
+        head = f"{_count(changed, 'provider')} would change"
+    else:
+        head = f"synced, {_count(changed, 'provider')} changed"
+    counts = result.counts
+    line = (f"{head}, {_count(counts.writes, 'write')}; "
+            f"{_count(counts.total, 'request')} "
+            f"({_count(counts.reads, 'read')})")
+    if result.conflicts:
+        line += f", {_count(result.conflicts, 'conflict')} retried"
+    line += f", {result.seconds:.2f} s"
+    return ("dry run, nothing written: " + line) if result.dry_run else line
+
+
+def render_sync(result: SyncResult, target: Target) -> str:
+    """The text form: the target, one line per provider with news, notes,
+    the summary."""
+    lines = [f"sync to {target.description}:"]
+    lines += [textwrap.fill(o.describe(), width=79, initial_indent="  ",
+                            subsequent_indent="      ",
+                            break_long_words=False, break_on_hyphens=False)
+              for o in result.outcomes]
+    lines += [f"  note: {note}" for note in result.notes]
+    if result.foreign:
+        lines.append(f"  {_count(len(result.foreign), 'provider')} in "
+                     "these trees are someone else's, left as they are")
+    lines.append(f"sync: {summary(result)}")
+    return "\n".join(lines) + "\n"
+
+
+def sync_json(result: SyncResult, target: Target) -> dict[str, Any]:
+    """The ``sync`` object of ``--format json``."""
+    counts = result.counts
+    return {
+        "placement": target.description,
+        "dry_run": result.dry_run, "ok": result.ok,
+        "pending": result.pending, "reason": result.reason,
+        "changed": result.changed, "summary": summary(result),
+        "requests": {"total": counts.total, "reads": counts.reads,
+                     "writes": counts.writes,
+                     "by_method": dict(sorted(counts.by_method.items()))},
+        "conflicts": result.conflicts,
+        "seconds": round(result.seconds, 4),
+        "providers": [outcome_json(o) for o in result.outcomes],
+        "foreign": list(result.foreign), "notes": list(result.notes)}
+
+
+def outcome_json(outcome: ProviderOutcome) -> dict[str, Any]:
+    """One provider's outcome, Placement's shapes for inventories."""
+    return {
+        "uuid": outcome.uuid, "name": outcome.name,
+        "created": outcome.created, "deleted": outcome.deleted,
+        "renamed_from": outcome.renamed_from,
+        "reparented_from": outcome.reparented_from,
+        "inventory": {rc: {"old": old.as_dict() if old else None,
+                           "new": new.as_dict() if new else None}
+                      for rc, (old, new) in sorted(outcome.inventory.items())},
+        **{name: sorted(getattr(outcome, name)) for name in (
+            "traits_added", "traits_removed", "aggregates_added",
+            "aggregates_removed", "removed_by_others", "added_by_others")},
+        "kept": outcome.kept, "error": outcome.error,
+        "retries": outcome.retries}
+
+
+def _check(result: SyncResult) -> None:
+    """Raise for a sync that did not finish (after the output)."""
+    if result.pending:
+        raise CommandError(
+            f"sync pending (the next `virtdriver sync` catches up): "
+            f"{result.reason}", EXIT_UNREACHABLE)
+    if result.reason:
+        raise CommandError(f"sync failed: {result.reason}")
+    if result.errors:
+        first = result.errors[0]
+        raise CommandError(
+            f"sync incomplete: {_count(len(result.errors), 'provider')} "
+            f"failed, first {first.name!r} ({first.uuid}): {first.error}; "
+            "the others are synced — fix what each error says (listed "
+            "above) and run again")
+
+
+def _why(exc: Exception) -> str:
+    """``Connection refused`` out of keystoneauth's long message."""
+    found = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", str(exc))
+    return found[1].strip() if found else type(exc).__name__
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
