@@ -3,10 +3,8 @@ the files apply survives the driver's updates, deleting an entry removes
 it on the next cycle, a restart keeps the record, the driver's own traits
 are refused.
 
-Each cycle runs the tracker's update and then what the tracker's
-integration runs per node (``docs/provider-config.md``, "In the
-tracker"): load the directory, plan for the node's tree with the node's
-ownership, apply, save the record.
+Each cycle is the tracker's own ``update_all()`` with
+``provider_config=`` the directory, as production runs it.
 """
 
 from __future__ import annotations
@@ -16,9 +14,7 @@ import os_traits
 import pytest
 
 from virtdriver.drivers.fake import FakeDriver
-from virtdriver.provider_config import (
-    ProviderConfigError, RecordFile, apply_plan, load_directory, plan,
-    reported_classes)
+from virtdriver.provider_config import ProviderConfigError, RecordFile
 from virtdriver.resource_tracker.inventory import Inventory
 from virtdriver.resource_tracker.tracker import ResourceTracker
 
@@ -28,7 +24,9 @@ HEAD = "meta: {schema_version: '1.0'}\nproviders:\n"
 
 
 class Service:
-    """A tracker plus provider config files, as a compute service runs."""
+    """A tracker reading provider config files, as a compute service runs
+    it: each cycle is ``update_all()``; the tracker plans and applies the
+    files per node inside the node's update transaction."""
 
     def __init__(self, tmp_path, host="numa2-ht"):
         self.state = tmp_path / "state"
@@ -36,30 +34,20 @@ class Service:
         self.config.mkdir(exist_ok=True)
         self.driver = FakeDriver(host)
         self.driver.init_host("compute-1")
-        self.tracker = ResourceTracker(self.driver, state_dir=self.state)
+        self.tracker = ResourceTracker(self.driver, state_dir=self.state,
+                                       provider_config=self.config)
         self.records = RecordFile(self.state, self.tracker.driver_name)
 
     def write(self, text, name="site.yaml"):
         (self.config / name).write_text(HEAD + text)
 
     def cycle(self):
+        """One update; a refusal of the files is raised for the tests
+        (the tracker logs it and keeps the driver's update)."""
         self.tracker.update_all()
-        tree = self.tracker.tree
-        config = load_directory(self.config)
-        record = self.records.read()
-        plans = []
-        for node in self.driver.get_available_nodes():
-            root = tree.data(node).uuid
-            scope = tree.get_provider_uuids_in_tree(root)
-            done = plan(config, tree.snapshot(), record,
-                        ownership=self.driver.ownership_for(node),
-                        owned_classes=reported_classes(tree, scope, record),
-                        compute_nodes=[root], scope=scope)
-            apply_plan(tree, done)
-            record = done.record
-            plans.append(done)
-        self.records.save(record)
-        return plans
+        problem = self.tracker.provider_config.problem
+        if problem is not None:
+            raise ProviderConfigError(problem)
 
     def traits(self, name):
         return self.tracker.tree.data(name).traits
@@ -171,3 +159,23 @@ def test_a_class_the_driver_reports_is_refused_on_any_of_its_providers(
                        "resource class the driver reports on provider"):
         service.cycle()
     assert reported not in service.tracker.tree.data(NODE).inventory
+
+
+def test_a_failed_update_applies_nothing_and_the_retry_applies_it(
+        tmp_path, monkeypatch):
+    service = Service(tmp_path)
+    service.cycle()
+    service.write(SITE)
+    before = service.tracker.tree.to_json()
+
+    def full(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("os.replace", full)
+    with pytest.raises(Exception, match="cannot write"):
+        service.cycle()
+    assert service.tracker.tree.to_json() == before
+    monkeypatch.undo()
+    service.cycle()
+    assert "CUSTOM_RACK_7" in service.traits(NODE)
+    assert "CUSTOM_FPGA_HOST" in service.traits(CELL)

@@ -37,12 +37,15 @@ from virtdriver.claims.usage import HostUsage, InstanceFit
 from virtdriver.drivers.base import ComputeDriver, DriverError
 from virtdriver.drivers.identity import is_derived_child
 from virtdriver.filelock import DEFAULT_TIMEOUT, exclusive_lock
+from virtdriver.provider_config import AppliedRecord
 from virtdriver.resource_tracker.claims_file import ClaimsFile
 from virtdriver.resource_tracker.instance_claims import (
     all_claims, check_rebuild_claim, claim_instance, provider_usages,
     release_instance)
 from virtdriver.resource_tracker.ledger import Ledger, LedgerFile
 from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.resource_tracker.provider_config_step import (
+    ProviderConfigStep)
 from virtdriver.resource_tracker.provider_tree import ProviderTree
 from virtdriver.resource_tracker.reconcile import Drift, settle
 from virtdriver.resource_tracker.results import (
@@ -84,6 +87,9 @@ class ResourceTracker:
         lock_timeout: seconds to wait for another process holding the
             state directory's lock before :class:`~virtdriver.filelock.
             LockTimeout` (which names the holder).
+        provider_config: the directory of operators' provider config files
+            (``[compute] provider_config_location``), applied to each node
+            in its update (``docs/provider-config.md``); ``None``: none.
 
     Raises:
         LedgerError: the ledger file exists but cannot be read.
@@ -93,7 +99,8 @@ class ResourceTracker:
     def __init__(self, driver: ComputeDriver, *, state_dir: pathlib.Path,
                  tree: ProviderTree | None = None,
                  driver_name: str | None = None,
-                 lock_timeout: float = DEFAULT_TIMEOUT) -> None:
+                 lock_timeout: float = DEFAULT_TIMEOUT,
+                 provider_config: pathlib.Path | str | None = None) -> None:
         self.driver = driver
         self.tree = tree if tree is not None else ProviderTree()
         self.driver_name = driver_name or default_driver_name(driver)
@@ -103,6 +110,8 @@ class ResourceTracker:
         self.lock_path = self.state_dir / LOCK_FILE
         self._claims_file = ClaimsFile(self.state_dir, self.driver_name)
         self.claims_path = self._claims_file.path
+        self.provider_config = ProviderConfigStep(
+            provider_config, self.state_dir, self.driver_name)
         self._lock_timeout = lock_timeout
         # Uuids of providers this driver created or updated as its nodes'
         # in this process: proof of ownership no file edit can forge.
@@ -133,12 +142,14 @@ class ResourceTracker:
         """
         with self._state_lock(), self.tree.lock:
             ledger = self._ledger_file.read()
+            applied = [self.provider_config.read_record()]
             start = self.tree.snapshot()
             token = self.driver.begin_update()
             changes: dict[str, frozenset[str] | None] = {}
             try:
                 result, managed = self._update_node(nodename, ledger,
-                                                    changes)
+                                                    changes, applied)
+                self.provider_config.save_record(applied[0])
                 self._ledger_file.save(ledger.updated(changes))
             except BaseException:
                 self.tree.restore(start)
@@ -167,6 +178,7 @@ class ResourceTracker:
         errors: dict[str, Exception] = {}
         with self._state_lock(), self.tree.lock:
             ledger = self._ledger_file.read()
+            applied = [self.provider_config.read_record()]
             start = self.tree.snapshot()
             outer = self.driver.begin_update()
             changes: dict[str, frozenset[str] | None] = {}
@@ -177,9 +189,10 @@ class ResourceTracker:
                     before = self.tree.snapshot()
                     inner = self.driver.begin_update()
                     node_changes: dict[str, frozenset[str] | None] = {}
+                    node_applied = list(applied)
                     try:
                         results[nodename], ours = self._update_node(
-                            nodename, ledger, node_changes)
+                            nodename, ledger, node_changes, node_applied)
                     except Exception as exc:  # one node must not stop all
                         self.tree.restore(before)
                         self.driver.rollback_update(inner)
@@ -189,8 +202,12 @@ class ResourceTracker:
                         self.driver.commit_update(inner)
                         changes.update(node_changes)
                         managed.update(ours)
+                        applied = node_applied
                 results.update(self._remove_gone(
                     set(nodes), ledger, managed, changes))
+                self.provider_config.save_record(applied[0].without(
+                    uuid for uuid, kept in changes.items()
+                    if kept is None and not self.tree.exists(uuid)))
                 self._ledger_file.save(ledger.updated(changes))
             except BaseException:
                 self.tree.restore(start)
@@ -269,9 +286,12 @@ class ResourceTracker:
             purpose=f"the virtdriver state directory {self.state_dir}")
 
     def _update_node(self, nodename: str, ledger: Ledger,
-                     changes: dict[str, frozenset[str] | None]
+                     changes: dict[str, frozenset[str] | None],
+                     applied: list[AppliedRecord]
                      ) -> tuple[UpdateResult, set[str]]:
-        """Run the driver and settle the node; record ledger changes.
+        """Run the driver, settle the node, apply the provider config
+        files; record ledger changes and the applied record
+        (``applied[0]``, replaced).
 
         Returns the result and the uuids of the node's own providers.  The
         caller holds the locks and undoes everything on error.
@@ -313,6 +333,8 @@ class ResourceTracker:
                 changes[uuid] = done.ledger
             elif uuid in ledger:
                 changes[uuid] = None
+        applied[0] = self.provider_config.apply(
+            self.tree, root_uuid, after_uuids, owned, applied[0])
         for record in before:
             if not self.tree.exists(record.uuid):
                 changes[record.uuid] = None

@@ -1,0 +1,102 @@
+"""The tracker's provider-config step: operators' files applied per node.
+
+:class:`ProviderConfigStep` runs inside each node's update transaction,
+after the driver's update and the ownership settlement: it plans, for the
+node's providers, what the files in ``[compute] provider_config_location``
+add and what deleted entries remove (:mod:`virtdriver.provider_config`),
+applies it to the tree and carries the new applied record, which the
+tracker saves with the ledger.  A bad file, or an entry naming what the
+driver owns, applies nothing and removes nothing that cycle (logged at
+``ERROR``, and kept in :attr:`ProviderConfigStep.problem`); the driver's
+update goes ahead.
+"""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+
+from virtdriver.capabilities.traits.ownership import Ownership
+from virtdriver.provider_config import (
+    AppliedRecord, ProviderConfig, ProviderConfigError, RecordFile,
+    apply_plan, directory_signature, load_directory, plan, reported_classes)
+from virtdriver.resource_tracker.provider_tree import ProviderTree
+
+LOG = logging.getLogger("virtdriver.resource_tracker.tracker")
+
+
+class ProviderConfigStep:
+    """Provider config files for one tracker.
+
+    Args:
+        location: the directory of files; ``None``: no provider config
+            (nothing applied, nothing recorded, the record left alone).
+        state_dir, driver_name: where the applied record lives
+            (``provider-config-<driver>.json``).
+    """
+
+    def __init__(self, location: pathlib.Path | str | None,
+                 state_dir: pathlib.Path, driver_name: str) -> None:
+        self.location = None if location is None else pathlib.Path(location)
+        self.file = RecordFile(state_dir, driver_name)
+        #: Why the files were not applied in the last update, or ``None``.
+        self.problem: str | None = None
+        self._config: ProviderConfig | None = None
+        self._signature: object = None
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a directory is configured."""
+        return self.location is not None
+
+    def read_record(self) -> AppliedRecord:
+        """The applied record as on disk (call under the state lock)."""
+        return self.file.read() if self.enabled else AppliedRecord()
+
+    def save_record(self, record: AppliedRecord) -> None:
+        """Save ``record`` if it changed (call under the state lock)."""
+        if self.enabled:
+            self.file.save(record)
+
+    def apply(self, tree: ProviderTree, root_uuid: str, scope: list[str],
+              owned: Ownership, record: AppliedRecord) -> AppliedRecord:
+        """Apply the files to the node ``root_uuid`` (its providers
+        ``scope``); return the record after it."""
+        config = self._load()
+        if config is None:
+            return record
+        try:
+            done = plan(config, tree.snapshot(), record, ownership=owned,
+                        owned_classes=reported_classes(tree, scope, record),
+                        compute_nodes=[root_uuid], scope=scope)
+        except ProviderConfigError as exc:
+            self._refuse(str(exc))
+            return record
+        apply_plan(tree, done)
+        for line in done.describe():
+            LOG.info("provider config: %s", line)
+        for line in done.kept:
+            LOG.info("provider config: %s", line)
+        return done.record
+
+    def _load(self) -> ProviderConfig | None:
+        if self.location is None:
+            return None
+        now = directory_signature(self.location)
+        if (now is not None and now == self._signature
+                and self._config is not None):
+            self.problem = None
+            return self._config
+        try:
+            self._config = load_directory(self.location)
+        except ProviderConfigError as exc:
+            self._config, self._signature = None, None
+            self._refuse(str(exc))
+            return None
+        self._signature, self.problem = now, None
+        return self._config
+
+    def _refuse(self, problem: str) -> None:
+        self.problem = problem
+        LOG.error("provider config files not applied, nothing they set was "
+                  "changed: %s", problem)
