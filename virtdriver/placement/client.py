@@ -424,6 +424,10 @@ def _provider(body: Any, method: str, path: str) -> dict:
     return body
 
 
+#: What Placement's trait handler says when it lost the race above.
+_TRAIT_RACE = "concurrently updated the resource provider"
+
+
 def _error(method: str, path: str, response: Any,
            where: str) -> PlacementError:
     """The exception for one 4xx/5xx answer."""
@@ -434,6 +438,16 @@ def _error(method: str, path: str, response: Any,
     said += f": {detail}" if detail else ""
     kwargs = {"method": method, "path": path, "status": status,
               "code": code, "detail": detail}
+    if (status == 500 and method == "PUT" and path.endswith("/traits")
+            and _TRAIT_RACE in detail):
+        # Placement 16's trait handler checks the generation, then bumps
+        # it in a second statement; a writer in between makes it fail
+        # with a 500 that is a generation conflict (rolled back, nothing
+        # changed), as the inventory and aggregate handlers answer 409.
+        return GenerationConflict(
+            f"{said}; another writer changed the provider between "
+            "Placement's generation check and its write — re-read it and "
+            "retry", **kwargs)
     if status >= 500:
         return PlacementServerError(
             f"{said}; Placement at {where} has a problem of its own (see "
