@@ -27,9 +27,6 @@ from tests.postgres_cluster import PostgresCluster, PostgresError, processes_in
 pytestmark = pytest.mark.real
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-#: The session fixture, as a conftest would import it.
-postgres_cluster = pgc.postgres_cluster
-
 
 @pytest.fixture(scope="module")
 def bindir(in_ci):
