@@ -4,7 +4,13 @@ those the caller vouches for.
 Candidates are providers listed in the managed trees that the tree no
 longer has, providers the sync state recorded (a gone node's whole tree),
 and uuids the caller names.  Each is deleted only if ``owned_for`` vouches
-for it — a state file can name candidates, never prove them.  A provider
+for it — a state file can name candidates, never prove them — or, for one
+Placement itself lists, if the caller's ``vouches_for_gone(uuid, name,
+parent_uuid)`` recognises its identity (a cell whose uuid is derived from
+its parent's and its name, under a parent that is ours; a root whose uuid
+the driver derives for its name): a new process then still deletes the
+cells a switch to flat mode left, with names and parents from Placement,
+never from the state file.  A provider
 Placement refuses to delete (allocations, someone else's children) is kept
 with the reason, and so is its parent.
 """
@@ -77,8 +83,11 @@ class Deletions:
                 candidates.append(uuid)
                 names[uuid], parent_of[uuid] = uuid, None
         blocked: dict[str, str] = {}
-        for uuid in deletion_order(candidates, parent_of):
-            if self.owned_for(uuid) is None:
+        order = deletion_order(candidates, parent_of)
+        proven = self._proven(reversed(order), in_our_trees, names,
+                              parent_of)
+        for uuid in order:
+            if self.owned_for(uuid) is None and uuid not in proven:
                 self._not_ours(uuid, names[uuid], uuid in in_our_trees)
                 continue
             if uuid in blocked:
@@ -87,6 +96,24 @@ class Deletions:
                 self._block(uuid, names, parent_of, blocked)
                 continue
             self._delete(uuid, names, parent_of, blocked)
+
+    def _proven(self, parents_first: Iterable[str], listed: set[str],
+                names: dict, parent_of: dict) -> set[str]:
+        """The listed candidates whose identity the caller recognises,
+        each under a parent that is ours (in the tree or proven too)."""
+        vouch = getattr(self.owned_for, "vouches_for_gone", None)
+        proven: set[str] = set()
+        if vouch is None:
+            return proven
+        for uuid in parents_first:
+            if uuid not in listed:
+                continue
+            parent = parent_of[uuid]
+            parent_ours = (parent is None or parent in proven
+                           or self.owned_for(parent) is not None)
+            if parent_ours and vouch(uuid, names[uuid], parent):
+                proven.add(uuid)
+        return proven
 
     def _not_ours(self, uuid: str, name: str, in_our_tree: bool) -> None:
         self.state.providers.pop(uuid, None)

@@ -96,6 +96,23 @@ class TrackerOwnership:
             self._cache[uuid] = owned
         return self._cache[uuid]
 
+    def vouches_for_gone(self, uuid: str, name: str,
+                         parent_uuid: str | None) -> bool:
+        """Whether a provider gone from the tree, as Placement lists it
+        (``name``, ``parent_uuid``), is provably the driver's: a child
+        whose uuid is derived from its parent's and its name, or a root
+        the driver recognises (its derived uuid) and no longer has as a
+        node.  The sync asks only for providers Placement lists, so no
+        state file supplies these facts."""
+        if parent_uuid is not None:
+            return is_derived_child(uuid, name, parent_uuid)
+        driver = self.tracker.driver
+        try:
+            nodes = frozenset(driver.get_available_nodes())
+        except DriverError:
+            return False
+        return name not in nodes and driver.recognizes_root(name, uuid)
+
     def _node_ownership(self, uuid: str) -> Ownership | None:
         """The ownership of the node ``uuid`` belongs to, or ``None``."""
         tree, driver = self.tracker.tree, self.tracker.driver
