@@ -30,14 +30,14 @@ import pathlib
 import re
 import socket
 import sys
-import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TextIO
 
 from keystoneauth1 import exceptions as ks_exc
 
 from virtdriver import render
+from virtdriver.render.sync import render_sync, sync_json
 from virtdriver.cli.checks import placement_url
 from virtdriver.cli.errors import EXIT_UNREACHABLE, CommandError
 from virtdriver.cli.report import driver_arguments
@@ -46,7 +46,7 @@ from virtdriver.drivers.loader import load_driver
 from virtdriver.filelock import exclusive_lock
 from virtdriver.placement.client import PlacementClient
 from virtdriver.placement.ownership import TrackerOwnership
-from virtdriver.placement.result import ProviderOutcome, SyncResult
+from virtdriver.placement.result import SyncResult
 from virtdriver.placement.sync import Syncer
 from virtdriver.resource_tracker.tracker import LOCK_FILE, ResourceTracker
 from virtdriver.state_dir import StateDirError, state_dir
@@ -95,14 +95,14 @@ def run_sync(args: argparse.Namespace, conf, out: TextIO | None = None, *,
         owned.synced(result)
     if args.format == "json":
         out.write(json.dumps({"tree": tracker.tree.to_json(),
-                              "sync": sync_json(result, target)},
+                              "sync": sync_json(result, target.description)},
                              indent=2) + "\n")
     else:
         for node in driver.get_available_nodes():
             out.write(render.render_node_source(
                 driver.node_capabilities(node).facts, uri_reason))
         out.write(render.render_tree(tracker.tree, "text"))
-        out.write(render_sync(result, target))
+        out.write(render_sync(result, target.description))
     _check(result)
     return 0
 
@@ -163,81 +163,6 @@ def _embedded(db: pathlib.Path) -> PlacementClient:
     # Imported here: openstack-placement costs ~0.7 s to import.
     from virtdriver.placement.embedded import in_process_client
     return in_process_client(db)
-
-
-def summary(result: SyncResult) -> str:
-    """One line: ``no changes, 0 writes; 1 request (1 read), 0.01 s``."""
-    changed = sum(o.changed for o in result.outcomes)
-    if result.pending:
-        head = "pending, Placement unavailable"
-    elif result.reason:
-        head = "failed"
-    elif result.errors:
-        head = f"{_count(len(result.errors), 'provider')} failed"
-    elif not changed:
-        head = "no changes"
-    elif result.dry_run:
-        head = f"{_count(changed, 'provider')} would change"
-    else:
-        head = f"synced, {_count(changed, 'provider')} changed"
-    counts = result.counts
-    line = (f"{head}, {_count(counts.writes, 'write')}; "
-            f"{_count(counts.total, 'request')} "
-            f"({_count(counts.reads, 'read')})")
-    if result.conflicts:
-        line += f", {_count(result.conflicts, 'conflict')} retried"
-    line += f", {result.seconds:.2f} s"
-    return ("dry run, nothing written: " + line) if result.dry_run else line
-
-
-def render_sync(result: SyncResult, target: Target) -> str:
-    """The text form: the target, one line per provider with news, notes,
-    the summary."""
-    lines = [f"sync to {target.description}:"]
-    lines += [textwrap.fill(o.describe(), width=79, initial_indent="  ",
-                            subsequent_indent="      ",
-                            break_long_words=False, break_on_hyphens=False)
-              for o in result.outcomes]
-    lines += [f"  note: {note}" for note in result.notes]
-    if result.foreign:
-        lines.append(f"  {_count(len(result.foreign), 'provider')} in "
-                     "these trees are someone else's, left as they are")
-    lines.append(f"sync: {summary(result)}")
-    return "\n".join(lines) + "\n"
-
-
-def sync_json(result: SyncResult, target: Target) -> dict[str, Any]:
-    """The ``sync`` object of ``--format json``."""
-    counts = result.counts
-    return {
-        "placement": target.description,
-        "dry_run": result.dry_run, "ok": result.ok,
-        "pending": result.pending, "reason": result.reason,
-        "changed": result.changed, "summary": summary(result),
-        "requests": {"total": counts.total, "reads": counts.reads,
-                     "writes": counts.writes,
-                     "by_method": dict(sorted(counts.by_method.items()))},
-        "conflicts": result.conflicts,
-        "seconds": round(result.seconds, 4),
-        "providers": [outcome_json(o) for o in result.outcomes],
-        "foreign": list(result.foreign), "notes": list(result.notes)}
-
-
-def outcome_json(outcome: ProviderOutcome) -> dict[str, Any]:
-    """One provider's outcome, Placement's shapes for inventories."""
-    return {
-        "uuid": outcome.uuid, "name": outcome.name,
-        "created": outcome.created, "deleted": outcome.deleted,
-        "renamed_from": outcome.renamed_from,
-        "reparented_from": outcome.reparented_from,
-        "inventory": {rc: {"old": old.as_dict() if old else None,
-                           "new": new.as_dict() if new else None}
-                      for rc, (old, new) in sorted(outcome.inventory.items())},
-        **{name: sorted(getattr(outcome, name)) for name in (
-            "traits_added", "traits_removed", "aggregates_added",
-            "aggregates_removed", "removed_by_others", "added_by_others")},
-        "kept": outcome.kept, "error": outcome.error,
-        "retries": outcome.retries}
 
 
 def _check(result: SyncResult) -> None:
