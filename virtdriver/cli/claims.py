@@ -22,7 +22,7 @@ from virtdriver.claims.model import Instance
 from virtdriver.claims.rebuild import (
     providers_from_tree_json, rebuild_conflicts)
 from virtdriver.cli.errors import EXIT_REFUSED, CommandError
-from virtdriver.cli.report import driver_arguments
+from virtdriver.cli.report import driver_arguments, provider_config
 from virtdriver.drivers.base import ComputeDriver
 from virtdriver.drivers.data_files import load_data_file
 from virtdriver.drivers.loader import load_driver
@@ -40,10 +40,10 @@ def run_claims_command(args: argparse.Namespace, conf,
     driver = load_driver(args.driver, **driver_arguments(args, conf))
     driver.init_host(socket.gethostname())
     if args.command == "rebuild-check":
-        return _rebuild_check(args, driver, out)
+        return _rebuild_check(args, driver, conf, out)
     tracker = ResourceTracker(driver, state_dir=state_dir(),
                               driver_name=args.driver,
-                              tree=_host_tree(driver, args.driver))
+                              tree=_host_tree(driver, args.driver, conf))
     if args.command == "claim":
         instance = _instance(args.instance)
         nodename = _node(driver, args.node)
@@ -60,7 +60,7 @@ def run_claims_command(args: argparse.Namespace, conf,
     return 0
 
 
-def _rebuild_check(args: argparse.Namespace, driver: ComputeDriver,
+def _rebuild_check(args: argparse.Namespace, driver: ComputeDriver, conf,
                    out: TextIO) -> int:
     instance = _instance(args.instance)
     new_image = image_properties(
@@ -70,18 +70,19 @@ def _rebuild_check(args: argparse.Namespace, driver: ComputeDriver,
             args.providers, "provider tree", CommandError))
     else:
         providers = providers_from_tree_json(
-            _host_tree(driver, args.driver).to_json())
+            _host_tree(driver, args.driver, conf).to_json())
     conflicts = rebuild_conflicts(instance, new_image, providers)
     out.write(render.render_rebuild(instance.uuid, conflicts, args.format))
     return EXIT_REFUSED if conflicts else 0
 
 
-def _host_tree(driver: ComputeDriver, name: str) -> ProviderTree:
+def _host_tree(driver: ComputeDriver, name: str, conf) -> ProviderTree:
     """The host's provider tree, built as ``report`` builds it (a scratch
     ledger: showing the tree must not change the real one)."""
     with tempfile.TemporaryDirectory() as scratch:
         tracker = ResourceTracker(driver, state_dir=pathlib.Path(scratch),
-                                  driver_name=name)
+                                  driver_name=name,
+                                  provider_config=provider_config(conf))
         tracker.update_all()
     return tracker.tree
 

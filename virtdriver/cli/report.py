@@ -30,7 +30,8 @@ def run_report(args: argparse.Namespace, conf, out: TextIO | None = None, *,
     # A report starts from an empty tree: no ledger worth keeping.
     with tempfile.TemporaryDirectory() as scratch:
         tracker = ResourceTracker(driver, state_dir=pathlib.Path(scratch),
-                                  driver_name=args.driver)
+                                  driver_name=args.driver,
+                                  provider_config=provider_config(conf))
         tracker.update_all()
     if args.format == "text":
         for node in driver.get_available_nodes():
@@ -38,6 +39,11 @@ def run_report(args: argparse.Namespace, conf, out: TextIO | None = None, *,
                 driver.node_capabilities(node).facts, uri_reason))
     out.write(render.render_tree(tracker.tree, args.format))
     return 0
+
+
+def provider_config(conf) -> str | None:
+    """``[compute] provider_config_location`` (``None`` when emptied)."""
+    return conf.compute.provider_config_location or None
 
 
 def driver_arguments(args: argparse.Namespace, conf) -> dict[str, object]:

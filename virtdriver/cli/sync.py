@@ -40,7 +40,7 @@ from virtdriver import render
 from virtdriver.render.sync import render_sync, sync_json
 from virtdriver.cli.checks import placement_url
 from virtdriver.cli.errors import EXIT_UNREACHABLE, CommandError
-from virtdriver.cli.report import driver_arguments
+from virtdriver.cli.report import driver_arguments, provider_config
 from virtdriver.conf import placement as placement_conf
 from virtdriver.drivers.loader import load_driver
 from virtdriver.filelock import exclusive_lock
@@ -85,7 +85,8 @@ def run_sync(args: argparse.Namespace, conf, out: TextIO | None = None, *,
         driver = load_driver(args.driver, **driver_arguments(args, conf))
         driver.init_host(socket.gethostname())
         tracker = ResourceTracker(driver, state_dir=directory,
-                                  driver_name=args.driver)
+                                  driver_name=args.driver,
+                                  provider_config=provider_config(conf))
         owned = TrackerOwnership(tracker)
         owned.note(tracker.update_all())
         client = target.connect()

@@ -36,6 +36,9 @@ DEFAULT_CPU_ALLOCATION_RATIO = 4.0
 #: Nova's initial_ram_allocation_ratio (since 2023.1).
 DEFAULT_RAM_ALLOCATION_RATIO = 1.0
 
+#: Where operators' provider config files live unless configured.
+PROVIDER_CONFIG_LOCATION = "/etc/virtdriver/provider_config/"
+
 COMPUTE_OPTS = [
     cfg.StrOpt(
         "cpu_dedicated_set",
@@ -70,6 +73,12 @@ COMPUTE_OPTS = [
         "image_type_exclude_list", default=[],
         help="Image formats not offered even when the driver supports "
              "them, e.g. 'raw,qcow2'."),
+    cfg.StrOpt(
+        "provider_config_location", default=PROVIDER_CONFIG_LOCATION,
+        help="Directory of provider config files (YAML, schema 1.0): "
+             "operators' own CUSTOM_ traits and inventories for providers; "
+             "deleting an entry removes what it added on the next update. "
+             "A missing directory is no configuration."),
 ]
 
 LIBVIRT_OPTS = [

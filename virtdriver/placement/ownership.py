@@ -90,7 +90,11 @@ class TrackerOwnership:
     def __call__(self, uuid: str) -> Ownership | None:
         if uuid not in self._cache:
             owned = self._node_ownership(uuid)
-            removed = self._removed.get(uuid)
+            removed = set(self._removed.get(uuid, ()))
+            # The operators' provider config traits the tracker applied
+            # are the tracker's to write (and, once deleted from the
+            # files, to remove: the diff's removals above).
+            removed |= self.tracker.provider_config.applied_traits(uuid)
             if owned is not None and removed:
                 owned = owned.union(Ownership(frozenset(removed)))
             self._cache[uuid] = owned

@@ -13,6 +13,7 @@ import os
 import pathlib
 from collections.abc import Iterable
 
+from virtdriver.conf.options import PROVIDER_CONFIG_LOCATION
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.provider_config.model import (
     ProviderConfig, ProviderConfigError, ProviderEntry)
@@ -22,7 +23,7 @@ from virtdriver.resource_tracker.state_file import Signature, signature
 #: File name endings read from the directory.
 SUFFIXES = (".yaml", ".yml")
 #: Where ``[compute] provider_config_location`` points by default.
-DEFAULT_LOCATION = "/etc/virtdriver/provider_config/"
+DEFAULT_LOCATION = PROVIDER_CONFIG_LOCATION
 
 
 def config_files(directory: pathlib.Path | str) -> list[pathlib.Path]:

@@ -53,6 +53,13 @@ class ProviderConfigStep:
         """The applied record as on disk (call under the state lock)."""
         return self.file.read() if self.enabled else AppliedRecord()
 
+    def applied_traits(self, uuid: str) -> frozenset[str]:
+        """The traits the files applied to provider ``uuid`` (as last
+        saved): the tracker's to sync to Placement."""
+        if not self.enabled:
+            return frozenset()
+        return frozenset(self.file.record.provider(uuid).traits)
+
     def save_record(self, record: AppliedRecord) -> None:
         """Save ``record`` if it changed (call under the state lock)."""
         if self.enabled:
@@ -93,6 +100,9 @@ class ProviderConfigStep:
             self._config, self._signature = None, None
             self._refuse(str(exc))
             return None
+        if self.location.is_dir():   # a missing directory: quietly none
+            for warning in self._config.warnings:
+                LOG.warning("provider config: %s", warning)
         self._signature, self.problem = now, None
         return self._config
 
