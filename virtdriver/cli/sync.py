@@ -46,6 +46,7 @@ from virtdriver.drivers.loader import load_driver
 from virtdriver.filelock import exclusive_lock
 from virtdriver.placement.client import PlacementClient
 from virtdriver.placement.ownership import TrackerOwnership
+from virtdriver.placement.reshape import ClaimsPlacement
 from virtdriver.placement.result import SyncResult
 from virtdriver.placement.sync import Syncer
 from virtdriver.resource_tracker.tracker import LOCK_FILE, ResourceTracker
@@ -92,7 +93,7 @@ def run_sync(args: argparse.Namespace, conf, out: TextIO | None = None, *,
         client = target.connect()
         result = Syncer(client, directory).sync(
             tracker.tree, owned_for=owned, remove=owned.gone,
-            dry_run=args.dry_run)
+            dry_run=args.dry_run, placement_of=ClaimsPlacement(tracker))
         owned.synced(result)
     if args.format == "json":
         out.write(json.dumps({"tree": tracker.tree.to_json(),
