@@ -21,6 +21,7 @@ from virtdriver.claims.documents import (
 from virtdriver.claims.model import Instance
 from virtdriver.claims.rebuild import (
     providers_from_tree_json, rebuild_conflicts)
+from virtdriver.cli.checks import placement_url
 from virtdriver.cli.errors import EXIT_REFUSED, CommandError
 from virtdriver.cli.report import driver_arguments, provider_config
 from virtdriver.drivers.base import ComputeDriver
@@ -65,14 +66,25 @@ def _rebuild_check(args: argparse.Namespace, driver: ComputeDriver, conf,
     instance = _instance(args.instance)
     new_image = image_properties(
         load_data_file(args.image, "image", CommandError), args.image)
-    if args.providers:
-        providers = providers_from_tree_json(load_data_file(
-            args.providers, "provider tree", CommandError))
+    answer = None
+    if args.placement_url:
+        # Imported here: the Placement client pulls in keystoneauth1.
+        from virtdriver.placement.client import PlacementClient
+        from virtdriver.placement.rebuild_source import (
+            rebuild_check_with_placement)
+        client = PlacementClient.from_url(placement_url(args.placement_url))
+        conflicts, answer = rebuild_check_with_placement(client, instance,
+                                                         new_image)
     else:
-        providers = providers_from_tree_json(
-            _host_tree(driver, args.driver, conf).to_json())
-    conflicts = rebuild_conflicts(instance, new_image, providers)
-    out.write(render.render_rebuild(instance.uuid, conflicts, args.format))
+        if args.providers:
+            providers = providers_from_tree_json(load_data_file(
+                args.providers, "provider tree", CommandError))
+        else:
+            providers = providers_from_tree_json(
+                _host_tree(driver, args.driver, conf).to_json())
+        conflicts = rebuild_conflicts(instance, new_image, providers)
+    out.write(render.render_rebuild(instance.uuid, conflicts, args.format,
+                                    answer))
     return EXIT_REFUSED if conflicts else 0
 
 

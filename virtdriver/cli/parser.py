@@ -200,9 +200,16 @@ def _add_claims(commands) -> None:
     rebuild.add_argument("--instance", required=True, metavar="INSTANCE.json")
     rebuild.add_argument("--image", required=True, metavar="IMAGE.json",
                          help="the new image: {\"properties\": {...}}")
-    rebuild.add_argument("--providers", metavar="TREE.json",
-                         help="the provider tree (`virtdriver report "
-                              "--format json`); default: this host's")
+    source = rebuild.add_mutually_exclusive_group()
+    source.add_argument("--providers", metavar="TREE.json",
+                        help="the provider tree (`virtdriver report "
+                             "--format json`); default: this host's")
+    source.add_argument("--placement-url", metavar="URL",
+                        help="read the allocations (when INSTANCE.json "
+                             "has none) and the providers' traits from "
+                             "this Placement (noauth2), and report whether "
+                             "Placement's own in_tree+required answer "
+                             "agrees")
     _add_driver_selection(rebuild)
     rebuild.set_defaults(format="json")
 

@@ -329,19 +329,26 @@ def _fit_lines(fit: Any, pad: str) -> list[str]:
     return lines
 
 
-def render_rebuild(instance_uuid: str, conflicts: list[Any],
-                   fmt: str) -> str:
-    """A rebuild check's answer: ``{allowed, conflicts}`` or a text form."""
+def render_rebuild(instance_uuid: str, conflicts: list[Any], fmt: str,
+                   answer: Any = None) -> str:
+    """A rebuild check's answer: ``{allowed, conflicts}`` (and, checked
+    against Placement, ``placement``: its own answer) or a text form."""
     if fmt == "json":
-        return json.dumps({"instance": instance_uuid,
-                           "allowed": not conflicts,
-                           "conflicts": [c.as_dict() for c in conflicts]},
-                          indent=2) + "\n"
+        document = {"instance": instance_uuid, "allowed": not conflicts,
+                    "conflicts": [c.as_dict() for c in conflicts]}
+        if answer is not None:
+            document["placement"] = answer.as_dict()
+        return json.dumps(document, indent=2) + "\n"
     if not conflicts:
-        return (f"instance {instance_uuid}: rebuild allowed (NUMA "
-                "constraints, consumption and traits unchanged or "
-                "satisfied)\n")
-    lines = [f"instance {instance_uuid}: rebuild refused, "
-             f"{len(conflicts)} reason(s):"]
-    lines.extend(f"  - [{c.kind}] {c.message}" for c in conflicts)
+        lines = [f"instance {instance_uuid}: rebuild allowed (NUMA "
+                 "constraints, consumption and traits unchanged or "
+                 "satisfied)"]
+    else:
+        lines = [f"instance {instance_uuid}: rebuild refused, "
+                 f"{len(conflicts)} reason(s):"]
+        lines.extend(f"  - [{c.kind}] {c.message}" for c in conflicts)
+    if answer is not None:
+        lines.append("Placement's own answer agrees" if answer.agrees
+                     else "Placement's own answer differs:")
+        lines.extend(f"  - {line}" for line in answer.differences)
     return "\n".join(lines) + "\n"
