@@ -46,7 +46,7 @@ from virtdriver.resource_tracker.inventory import (
 from virtdriver.resource_tracker.ledger import ledger_path
 from virtdriver.resource_tracker.provider import check_uuid
 from virtdriver.resource_tracker.state_file import (
-    Signature, signature, write_atomically)
+    CachedFile, write_atomically)
 
 FORMAT = "virtdriver-provider-config-record"
 VERSION = 1
@@ -250,43 +250,26 @@ class AppliedRecord(Mapping[str, ProviderRecord]):
             ) from None
 
 
-class RecordFile:
-    """One record file, shared by the processes using its state directory.
+class RecordFile(CachedFile[AppliedRecord]):
+    """One record file, shared by the processes using its state directory
+    (:class:`~virtdriver.resource_tracker.state_file.CachedFile`: re-read
+    when another process saved it, written only when it changed; use under
+    the state lock, as the tracker does for the ledger).
 
-    :meth:`read` parses the file again only when it changed; :meth:`save`
-    writes a new record if it differs.  Call both under the state
-    directory's lock, as the tracker does for the ledger.
+    Raises (from :meth:`read` / :meth:`save`):
+        RecordError: the file cannot be read, is not a record, or cannot
+            be written (then it is unchanged).
     """
 
     def __init__(self, state_dir: pathlib.Path | str, driver_name: str
                  ) -> None:
-        self.path = record_path(state_dir, driver_name)
-        self.record = AppliedRecord()
-        self._signature: Signature | None = None
+        super().__init__(record_path(state_dir, driver_name),
+                         AppliedRecord.load, AppliedRecord())
 
-    def read(self) -> AppliedRecord:
-        """The record as on disk now (a missing file: empty).
-
-        Raises:
-            RecordError: the file cannot be read or is not a record.
-        """
-        now = signature(self.path)
-        if now is None or now != self._signature:
-            self.record = AppliedRecord.load(self.path)
-            self._signature = now
-        return self.record
-
-    def save(self, record: AppliedRecord) -> None:
-        """Write ``record`` if it differs from the file's (or there is no
-        file yet).
-
-        Raises:
-            RecordError: it cannot be written; the file is unchanged.
-        """
-        if record != self.record or signature(self.path) is None:
-            record.save(self.path)
-            self._signature = signature(self.path)
-        self.record = record
+    @property
+    def record(self) -> AppliedRecord:
+        """The record as last read or saved."""
+        return self.value
 
 
 class _Reader:

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 
 from virtdriver.resource_tracker.state_file import (
-    Signature, signature, write_atomically)
+    CachedFile, write_atomically)
 
 FORMAT = "virtdriver-trait-ledger"
 VERSION = 1
@@ -159,45 +159,25 @@ class Ledger(Mapping[str, frozenset[str]]):
             ) from None
 
 
-class LedgerFile:
-    """One ledger file, shared by every process using its state directory.
+class LedgerFile(CachedFile[Ledger]):
+    """One ledger file, shared by every process using its state directory
+    (:class:`~.state_file.CachedFile`: re-read when another process saved
+    it, written only when it changed; use under the state lock).
 
-    :meth:`read` returns the ledger as the file has it now, parsing it
-    again only when the file changed (another process saved it);
-    :meth:`save` writes a new one if it differs.  Call both under the state
-    directory's lock (the tracker does), so load, modify and save are one
-    step no other process can split.
+    Raises (from :meth:`read` / :meth:`save`):
+        LedgerError: the file cannot be read, is not a ledger, or cannot
+            be written (then it is unchanged).
     """
 
     def __init__(self, state_dir: pathlib.Path | str, driver_name: str
                  ) -> None:
-        self.path = ledger_path(state_dir, driver_name)
-        self.ledger = Ledger()
-        self._signature: Signature | None = None
+        super().__init__(ledger_path(state_dir, driver_name), Ledger.load,
+                         Ledger())
 
-    def read(self) -> Ledger:
-        """The ledger as on disk now (a missing file: empty).
-
-        Raises:
-            LedgerError: the file cannot be read or is not a ledger.
-        """
-        now = signature(self.path)
-        if now is None or now != self._signature:
-            self.ledger = Ledger.load(self.path)
-            self._signature = now
-        return self.ledger
-
-    def save(self, ledger: Ledger) -> None:
-        """Write ``ledger`` if it differs from the file's (or there is no
-        file yet).
-
-        Raises:
-            LedgerError: it cannot be written; the file is unchanged.
-        """
-        if ledger != self.ledger or signature(self.path) is None:
-            ledger.save(self.path)
-            self._signature = signature(self.path)
-        self.ledger = ledger
+    @property
+    def ledger(self) -> Ledger:
+        """The ledger as last read or saved."""
+        return self.value
 
 
 def _entries(path: pathlib.Path, document: object

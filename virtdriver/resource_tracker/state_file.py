@@ -15,6 +15,8 @@ import contextlib
 import os
 import pathlib
 import tempfile
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
 
 
 def write_atomically(path: pathlib.Path, text: str) -> None:
@@ -65,3 +67,50 @@ def _fsync_dir(directory: pathlib.Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+class Persisted(Protocol):
+    """What :class:`CachedFile` keeps: a value that saves itself."""
+
+    def save(self, path: pathlib.Path) -> None: ...
+
+
+T = TypeVar("T", bound=Persisted)
+
+
+class CachedFile(Generic[T]):
+    """One state file's content, shared by the processes using its state
+    directory: :meth:`read` parses the file again only when it changed
+    (another process saved it); :meth:`save` writes a new version only if
+    it differs.  Call both under the state directory's lock, so load,
+    modify and save are one step no other process can split.
+
+    Args:
+        path: the file.
+        load: ``path`` → its content (a missing file: the empty value);
+            raises the file kind's own error.
+        empty: the content before anything was read.
+    """
+
+    def __init__(self, path: pathlib.Path, load: Callable[[pathlib.Path], T],
+                 empty: T) -> None:
+        self.path = path
+        self.value = empty
+        self._load = load
+        self._signature: Signature | None = None
+
+    def read(self) -> T:
+        """The content as on disk now."""
+        now = signature(self.path)
+        if now is None or now != self._signature:
+            self.value = self._load(self.path)
+            self._signature = now
+        return self.value
+
+    def save(self, value: T) -> None:
+        """Write ``value`` if it differs from the file's (or there is no
+        file yet); the file kind's error if it cannot be written."""
+        if value != self.value or signature(self.path) is None:
+            value.save(self.path)
+            self._signature = signature(self.path)
+        self.value = value
