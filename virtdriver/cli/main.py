@@ -99,6 +99,9 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
         return run_report(args, conf, uri_reason=uri_reason)
     if args.command == "sync":
         return run_sync(args, conf, uri_reason=uri_reason)
+    if args.command == "agent":  # imported here: only the agent needs it
+        from virtdriver.cli.agent import run_agent
+        return run_agent(args, conf, uri_reason=uri_reason)
     if args.command in CLAIMS_COMMANDS:
         return run_claims_command(args, conf)
     if args.command == "snapshot":

@@ -263,4 +263,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report(commands)
     _add_sync(commands)
     _add_claims(commands)
+    agent_cmd = commands.add_parser(
+        "agent", help="sync every --interval seconds, as a compute service",
+        description="Update and sync (as `virtdriver sync`) every "
+                    "--interval seconds, with one driver, tracker and "
+                    "Placement client kept between cycles; one log line per "
+                    "cycle.  SIGHUP reloads the config files at the next "
+                    "cycle; SIGTERM/SIGINT stop cleanly (exit 0).  --once: "
+                    "one cycle, exit 0 ok, 2 bad input, 3 Placement or "
+                    "libvirt unreachable.  See docs/agent.md.")
+    agent_cmd.add_argument(
+        "--placement-url", metavar="URL",
+        help="as for sync (default: the [placement] section, else embedded)")
+    agent_cmd.add_argument("--interval", type=float, default=60.0,
+                           metavar="SECONDS",
+                           help="seconds between cycle starts (default: 60)")
+    agent_cmd.add_argument("--once", action="store_true",
+                           help="one cycle; exit with its status")
+    agent_cmd.add_argument("--log-file", metavar="FILE",
+                           help="append the cycle lines here (default: "
+                                "stderr)")
+    _add_driver_selection(agent_cmd)
     return parser

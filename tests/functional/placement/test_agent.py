@@ -1,0 +1,194 @@
+"""``virtdriver agent`` against a real Placement on loopback: cycles in a
+child process (one log line each, SIGTERM mid-cycle, ``--once``), and the
+real libvirt driver on a fakelibvirt host losing its connection
+(in-process: a child cannot be told to drop it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from placement_helpers import Api
+
+from virtdriver import agent as agent_lib
+from virtdriver import fakelibvirt as fake_module
+from virtdriver.cli.errors import exit_status
+from virtdriver.drivers.libvirt.driver import LibvirtDriver
+from virtdriver.drivers.libvirt.session import LibvirtSession
+from virtdriver.fakelibvirt.presets import preset_documents
+
+FAKE = ["--driver", "fake", "--host-spec", "numa2-ht"]
+
+
+def start_agent(state, *args: str) -> subprocess.Popen:
+    env = dict(os.environ, VIRTDRIVER_STATE_DIR=str(state))
+    return subprocess.Popen(
+        [sys.executable, "-m", "virtdriver.cli", "agent", *args],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for(predicate, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.002)
+
+
+def cycle_lines(log) -> list[str]:
+    if not log.exists():
+        return []
+    return [line for line in log.read_text().splitlines()
+            if " virtdriver agent: cycle " in line]
+
+
+def test_three_cycles_then_sigterm(tmp_path, placement):
+    log = tmp_path / "agent.log"
+    proc = start_agent(tmp_path / "state", "--placement-url", placement.url,
+                       "--interval", "0.2", "--log-file", str(log), *FAKE)
+    try:
+        wait_for(lambda: len(cycle_lines(log)) >= 3)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=10)
+    assert (proc.returncode, out, err) == (0, "", "")
+    lines = cycle_lines(log)
+    assert "cycle 1: synced, 3 providers changed" in lines[0]
+    for number, line in enumerate(lines[1:3], start=2):
+        said = line.split(" virtdriver agent: ", 1)[1]
+        assert said.startswith(f"cycle {number}: no changes, 0 writes; "
+                               "1 request (1 read), ")
+    # One cycle start per 0.2 s, not back to back.
+    assert len(lines) <= 3 + 2
+    names = {p["name"] for p in Api(placement).providers().values()}
+    assert names == {"fake-numa2-ht", "fake-numa2-ht_NUMA0",
+                     "fake-numa2-ht_NUMA1"}
+
+
+def test_sigterm_mid_cycle_leaves_whole_state_files(tmp_path, placement):
+    state = tmp_path / "state"
+    log = tmp_path / "agent.log"
+    proc = start_agent(state, "--placement-url", placement.url,
+                       "--interval", "0", "--log-file", str(log),
+                       "--driver", "fake", "--host-spec", "numa4-large")
+    # The ledger is saved by the update, before the sync: signal then.
+    try:
+        wait_for(lambda: (state / "ledger-fake.json").exists())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+    assert (proc.returncode, err) == (0, "")
+    # Signalled in cycle 1 (after its update, during its sync): that
+    # cycle was finished and logged, and no other started.
+    [line] = cycle_lines(log)
+    assert "cycle 1: synced, 5 providers changed" in line
+    for name in ("ledger-fake.json", "placement-sync.json"):
+        assert json.loads((state / name).read_text())
+    assert not [p.name for p in state.iterdir() if p.name.startswith(".")
+                or p.suffix == ".tmp"]
+    # The lock was released: a one-shot sync gets it and has nothing to do.
+    env = dict(os.environ, VIRTDRIVER_STATE_DIR=str(state))
+    done = subprocess.run(
+        [sys.executable, "-m", "virtdriver.cli", "sync", "--format", "json",
+         "--placement-url", placement.url, "--driver", "fake",
+         "--host-spec", "numa4-large"],
+        env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["sync"]["requests"]["writes"] == 0
+
+
+@pytest.mark.parametrize(("extra", "status", "said"), [
+    ([], 0, "cycle 1: synced, 3 providers changed"),
+    (["--host-spec", "no-such-preset.yaml"], 2, "cycle 1: failed: "),
+])
+def test_once_exits_with_the_cycle_status(tmp_path, placement, extra,
+                                          status, said):
+    args = ["--placement-url", placement.url, "--once", *FAKE, *extra]
+    proc = start_agent(tmp_path / "state", *args)
+    out, err = proc.communicate(timeout=30)
+    assert (proc.returncode, out) == (status, "")
+    assert said in err and len(err.splitlines()) == 1
+
+
+def test_once_with_placement_unreachable_is_pending(tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = start_agent(tmp_path / "state", "--once", "--placement-url",
+                       f"http://127.0.0.1:{port}", *FAKE)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 3
+    assert "cycle 1: pending, Placement unavailable" in err
+
+
+def test_libvirt_drop_leaves_the_node_and_recovers(
+        tmp_path, placement, fakelibvirt, fake_libvirt_host):
+    documents = preset_documents("numa2-ht")
+    uri = fake_libvirt_host(documents, name="agenthost")
+    lines: list[str] = []
+
+    def load() -> agent_lib.Setup:
+        return agent_lib.Setup(
+            key=None, directory=tmp_path, driver_name="libvirt",
+            make_driver=lambda: LibvirtDriver(
+                uri=uri, session=LibvirtSession(uri, backoff=(0.01, 0.01))),
+            hostname="cmp1", provider_config=None, target="test",
+            connect=placement.client)
+
+    agent = agent_lib.Agent(load, interval=0, log=lines.append,
+                            classify=lambda e: exit_status(e) or 2)
+    api = Api(placement)
+    try:
+        assert agent.cycle().status == agent_lib.OK
+        before = api.providers()
+        uuids = set(before)
+        traits = {u: api.traits(u) for u in uuids}
+        assert len(uuids) == 3
+
+        fakelibvirt.get_host("agenthost").drop()
+        fakelibvirt.unregister_host("agenthost")  # and it stays away
+        lost = agent.cycle()
+
+        assert lost.status == agent_lib.PENDING
+        assert set(lost.failed) == {"cmp1"}
+        assert "node cmp1 unknown (not updated, nothing removed)" in lines[-1]
+        assert set(api.providers()) == uuids
+        assert {u: api.traits(u) for u in uuids} == traits
+
+        fake_module.register_host("agenthost", documents)  # libvirt is back
+        back = agent.cycle()
+        assert back.status == agent_lib.OK, lines[-1]
+        assert "cycle 3: no changes, 0 writes" in lines[-1]
+        assert set(api.providers()) == uuids
+    finally:
+        agent.close()
+
+
+def test_sighup_reloads_at_the_next_cycle(tmp_path, placement):
+    config = tmp_path / "virtdriver.conf"
+    config.write_text("[libvirt]\ncpu_mode = host-model\n")
+    log = tmp_path / "agent.log"
+    proc = start_agent(tmp_path / "state", "--placement-url", placement.url,
+                       "--interval", "0.1", "--log-file", str(log),
+                       "--config-file", str(config), *FAKE)
+    said = lambda: log.read_text() if log.exists() else ""  # noqa: E731
+    try:
+        wait_for(lambda: len(cycle_lines(log)) >= 1)
+        proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reloaded: configuration unchanged" in said())
+        config.write_text("[libvirt]\ncpu_mode = host-passthrough\n")
+        proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reloaded: configuration changed" in said())
+        count = len(cycle_lines(log))
+        wait_for(lambda: len(cycle_lines(log)) > count)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=10)
+    assert (proc.returncode, err) == (0, "")
+    assert "failed" not in said()

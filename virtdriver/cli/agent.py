@@ -1,0 +1,159 @@
+"""``virtdriver agent``: ``sync`` every ``--interval`` seconds, as a compute
+service does (the loop is :mod:`virtdriver.agent`).
+
+The driver and Placement options are ``sync``'s; one line per cycle goes
+to stderr or ``--log-file``.  SIGHUP re-reads the ``--config-file`` files at
+the next cycle boundary (a new driver and tracker when they changed);
+SIGTERM or SIGINT stops after the current cycle, a second one abandons it
+at once; either way the exit status is 0.  ``--once``: one cycle, exit
+with its status (0 ok, 2 bad input, 3 Placement or libvirt unreachable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import logging
+import signal
+import socket
+import sys
+from collections.abc import Iterator
+from typing import TextIO
+
+from virtdriver.agent import BAD_INPUT, Agent, Setup
+from virtdriver.cli.errors import CommandError, exit_status
+from virtdriver.cli.report import driver_arguments, provider_config
+from virtdriver.cli.sync import placement_target
+from virtdriver.conf import apply_overrides, make_conf
+from virtdriver.drivers.loader import load_driver
+from virtdriver.state_dir import StateDirError, state_dir
+
+
+def run_agent(args: argparse.Namespace, conf,
+              uri_reason: str | None = None) -> int:
+    """Run the agent until a signal stops it (or one cycle, ``--once``).
+
+    Raises:
+        CommandError: bad options (``--interval``, ``--placement-url``),
+            the log file cannot be opened, no state directory.
+    """
+    del uri_reason  # the log line has no room for it
+    if args.interval < 0:
+        raise CommandError(f"--interval {args.interval}: must be 0 or more "
+                           "seconds; give e.g. --interval 60")
+    try:
+        directory = state_dir()
+    except StateDirError as exc:
+        raise CommandError(str(exc)) from exc
+    hostname = socket.gethostname()
+
+    initial = [conf]  # the first load uses main's conf; a reload reads
+
+    def load() -> Setup:
+        current = initial.pop() if initial else None
+        if current is None:  # the files again, then the options
+            current = make_conf(config_files=args.config_file)
+            apply_overrides(current, vars(args))
+        target = placement_target(args, current, directory)
+        kwargs = driver_arguments(args, current)
+        return Setup(
+            key=(_config_bytes(args.config_file),
+                 sorted((k, repr(v)) for k, v in kwargs.items()
+                        if k != "conf")),
+            directory=directory, driver_name=args.driver,
+            make_driver=lambda: load_driver(args.driver, **kwargs),
+            hostname=hostname, provider_config=provider_config(current),
+            target=target.description, connect=target.connect)
+
+    with _log_to(args.log_file) as log:
+        agent = Agent(load, interval=args.interval, log=log,
+                      classify=_classify)
+        with _signals(agent), _reported_by_the_line(args.debug):
+            return agent.run(once=args.once)
+
+
+def _classify(exc: BaseException) -> int:
+    status = exit_status(exc)
+    return BAD_INPUT if status in (None, 1) else status
+
+
+def _config_bytes(paths: list[str]) -> tuple[tuple[str, bytes], ...]:
+    """The configuration files' contents (what a reload compares)."""
+    found = []
+    for path in paths:
+        try:
+            with open(path, "rb") as stream:
+                found.append((path, stream.read()))
+        except OSError as exc:
+            raise CommandError(f"--config-file {path}: cannot read it "
+                               f"({exc.strerror}); fix the path") from exc
+    return tuple(found)
+
+
+@contextlib.contextmanager
+def _log_to(path: str | None) -> Iterator:
+    """A function writing one time-stamped line to ``path`` or stderr."""
+    if path is None:
+        stream: TextIO = sys.stderr
+        closing = contextlib.nullcontext()
+    else:
+        try:
+            stream = open(path, "a", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:
+            raise CommandError(f"--log-file {path}: cannot open it "
+                               f"({exc.strerror}); fix the path or its "
+                               "permissions") from exc
+        closing = stream
+
+    def log(line: str) -> None:
+        now = datetime.datetime.now(datetime.UTC).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+        stream.write(f"{now} virtdriver agent: {line}\n")
+        stream.flush()
+
+    with closing:
+        yield log
+
+
+#: Loggers whose warnings the cycle's line already says (a node not
+#: updated, libvirt re-open attempts): shown only with --debug.
+REPORTED_BY_THE_LINE = ("virtdriver.resource_tracker.tracker",
+                        "virtdriver.drivers.libvirt.session")
+
+
+@contextlib.contextmanager
+def _reported_by_the_line(debug: bool) -> Iterator[None]:
+    def wanted(record: logging.LogRecord) -> bool:
+        return debug or record.levelno > logging.WARNING
+
+    loggers = [logging.getLogger(name) for name in REPORTED_BY_THE_LINE]
+    for logger in loggers:
+        logger.addFilter(wanted)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(wanted)
+
+
+@contextlib.contextmanager
+def _signals(agent: Agent) -> Iterator[None]:
+    """SIGHUP reloads; SIGTERM/SIGINT stop, a second one abandons."""
+    stopping = []
+
+    def stop(signum, frame) -> None:
+        if stopping:
+            agent.abandon()
+        stopping.append(signum)
+        agent.stop()
+
+    handlers = {signal.SIGTERM: stop, signal.SIGINT: stop,
+                signal.SIGHUP: lambda signum, frame: agent.reload()}
+    previous = {sig: signal.signal(sig, handler)
+                for sig, handler in handlers.items()}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
