@@ -106,7 +106,7 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
         return run_claims_command(args, conf)
     if args.command == "snapshot":
         return run_snapshot(args, config, opener=opener)
-    return run_command(args, config, opener=opener)
+    return run_command(args, config, opener=opener, conf=conf)
 
 
 #: Loggers whose warnings the command reports itself (the sync's result

@@ -234,8 +234,20 @@ def build_parser() -> argparse.ArgumentParser:
     explain_cmd = commands.add_parser(
         "explain", help="explain why traits are or are not on this host",
         description="For each TRAIT: asserted, unasserted, unknown, not "
-                    "ours or invalid, in one sentence, with the evidence.")
-    explain_cmd.add_argument("traits", nargs="+", metavar="TRAIT")
+                    "ours, provider config or invalid, in one sentence, "
+                    "with the evidence.  With no TRAIT: a table of every "
+                    "trait the driver owns or a provider config file "
+                    "names, one line of evidence each.")
+    explain_cmd.add_argument("traits", nargs="*", metavar="TRAIT")
+    explain_cmd.add_argument(
+        "--status", action="append", metavar="STATUS[,STATUS]",
+        help="only these statuses (repeatable): asserted, unasserted, "
+             "unknown, owned-not-derived, provider-config, invalid, "
+             "not-ours")
+    explain_cmd.add_argument(
+        "--family", action="append", metavar="FAMILY[,FAMILY]",
+        help="only traits of these families (repeatable), e.g. "
+             "'cpu features'")
     _add_host_options(explain_cmd)
     _add_cpu_map(explain_cmd)
     drivers_cmd = commands.add_parser(

@@ -14,12 +14,13 @@ from typing import Any
 
 from virtdriver.capabilities import DomainCapabilities, HostCapabilities
 from virtdriver.capabilities.traits.derive import TraitReport
-from virtdriver.capabilities.traits.explain import Explanation
 from virtdriver.claims.usage_json import fit_to_json, usage_to_json
 from virtdriver.cpuset import format_cpuset
 from virtdriver.drivers.libvirt.host import (
     ONLINE_FROM_CAPABILITIES, HostReading, Unknown)
 from virtdriver.drivers.loader import DriverInfo
+from virtdriver.render.explain import (  # noqa: F401 (re-exported)
+    render_explanation_table, render_explanations)
 
 
 def render_json(reading: HostReading, uri_reason: str,
@@ -129,13 +130,6 @@ def render_online_cpus(facts: Mapping[str, Any]) -> str:
     return (f"  online CPUs: not reported by libvirt "
             f"({facts.get('online_cpus_unknown_reason') or 'no reason given'}"
             "); every CPU the host capabilities list counts as online\n")
-
-
-def render_explanations(answers: list[Explanation], fmt: str) -> str:
-    """Explanations as text (a paragraph each) or as a JSON list."""
-    if fmt == "json":
-        return json.dumps([a.to_json() for a in answers], indent=2) + "\n"
-    return "\n".join(a.text() for a in answers) + "\n"
 
 
 def _host_lines(host: HostCapabilities) -> list[str]:
