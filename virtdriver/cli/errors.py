@@ -1,5 +1,10 @@
 """Exit statuses of the ``virtdriver`` command, and how an error is shown.
 
+The one table of them is docs/exit-codes.md: 0 ok; 1 refused or a
+finding (a claim that does not fit, a refused rebuild, a ``diff`` that
+differs), and also an internal error; 2 usage or input error (argparse
+exits 2 itself); 3 environment problem; 130 interrupted; 141 output closed.
+
 Every error the library documents is bad input or an unreachable
 environment: one ``virtdriver: <message>`` (the message names the input,
 what is wrong and what to do), exit 2, or 3 when libvirt or Placement

@@ -59,6 +59,11 @@ def run(args: argparse.Namespace, opener: Opener) -> int:
     """Run the parsed command; errors propagate to :func:`main`."""
     if args.command == "drivers":
         return run_drivers(args.format)
+    if args.command in ("config", "completion"):  # no host, no config
+        from virtdriver.cli.completion import run_completion
+        from virtdriver.cli.config import run_config
+        return (run_config(args) if args.command == "config"
+                else run_completion(args, build_parser()))
     check_options(args)
     conf = make_conf(config_files=args.config_file)
     apply_overrides(conf, vars(args))

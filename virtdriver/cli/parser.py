@@ -219,9 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="virtdriver",
         description="Virt-driver plugin framework tools.  Exit status: 0 "
-                    "ok, 1 a bug in virtdriver, 2 bad input, 3 libvirt or "
+                    "ok, 1 refused, a finding or a bug, 2 usage or bad "
+                    "input, 3 libvirt or "
                     "Placement unreachable or a lock held too long, 141 "
-                    "output closed early (e.g. `| head`).")
+                    "output closed early (e.g. `| head`); docs/exit-codes.md.")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="COMMAND")
@@ -296,4 +297,27 @@ def build_parser() -> argparse.ArgumentParser:
                            help="append the cycle lines here (default: "
                                 "stderr)")
     _add_driver_selection(agent_cmd)
+    config_cmd = commands.add_parser(
+        "config", help="configuration tools: an annotated sample",
+        description="`config sample` writes every option virtdriver reads, "
+                    "commented out at its default with its help, through "
+                    "oslo.config's sample generator (as "
+                    "`oslo-config-generator --namespace virtdriver`).")
+    _add_debug(config_cmd)
+    config_actions = config_cmd.add_subparsers(
+        dest="config_action", required=True, metavar="ACTION")
+    sample_cmd = config_actions.add_parser(
+        "sample", help="write an annotated sample configuration file")
+    _add_debug(sample_cmd)
+    sample_cmd.add_argument("-o", "--output", metavar="FILE",
+                            help="write it to FILE (default: stdout)")
+    completion_cmd = commands.add_parser(
+        "completion", help="print a shell completion script",
+        description="Print a completion script for SHELL, generated from "
+                    "this parser: commands, their options and the choices "
+                    "of their values.  Load it with `source <(virtdriver "
+                    "completion bash)`.")
+    _add_debug(completion_cmd)
+    completion_cmd.add_argument("shell", choices=("bash",), metavar="SHELL",
+                                help="the shell: bash")
     return parser
