@@ -129,9 +129,21 @@ def _add_report(commands) -> None:
                     "point; libvirt by default), initialise it, and show "
                     "the provider tree the resource tracker builds for "
                     "every node: inventories and traits.  --format json "
-                    "gives Placement's shapes.  Options that the chosen "
-                    "driver does not read are refused.")
+                    "gives Placement's shapes, --format dot a Graphviz "
+                    "picture (--output tree.svg or tree.png renders it).  "
+                    "Options that the chosen driver does not read are "
+                    "refused.")
     _add_driver_selection(report_cmd)
+    # --format comes from the shared host options; only report draws.
+    for action in report_cmd._actions:
+        if action.dest == "format":
+            action.choices = ("text", "json", "dot")
+            action.help = ("output format (default: text); dot: the tree "
+                           "as a Graphviz picture")
+    report_cmd.add_argument(
+        "--output", metavar="FILE",
+        help="write the picture to FILE instead: *.svg or *.png rendered "
+             "by Graphviz's dot (package graphviz), *.dot the DOT text")
 
 
 def _add_sync(commands) -> None:

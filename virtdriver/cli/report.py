@@ -10,7 +10,10 @@ import tempfile
 from typing import TextIO
 
 from virtdriver import render
+from virtdriver.cli.errors import CommandError
 from virtdriver.drivers.loader import load_driver
+from virtdriver.render.dot import render_dot
+from virtdriver.render.picture import PictureError, picture_format, write_picture
 from virtdriver.resource_tracker.tracker import ResourceTracker
 
 #: The fake driver's host when ``--host-spec`` is not given.
@@ -25,6 +28,9 @@ def run_report(args: argparse.Namespace, conf, out: TextIO | None = None, *,
     libvirt URI (a replay knows better: the driver only sees a URI).
     """
     out = out or sys.stdout
+    output = getattr(args, "output", None)
+    if output:
+        _picture_checked(picture_format, output)
     driver = load_driver(args.driver, **driver_arguments(args, conf))
     driver.init_host(socket.gethostname())
     # A report starts from an empty tree: no ledger worth keeping.
@@ -33,12 +39,38 @@ def run_report(args: argparse.Namespace, conf, out: TextIO | None = None, *,
                                   driver_name=args.driver,
                                   provider_config=provider_config(conf))
         tracker.update_all()
+    if output or args.format == "dot":
+        text = render_dot(tracker.tree.to_json(), trait_families(driver))
+        if not output:
+            out.write(text)
+            return 0
+        _picture_checked(write_picture, text, output)
+        out.write(f"wrote {output} ({len(tracker.tree)} providers)\n")
+        return 0
     if args.format == "text":
         for node in driver.get_available_nodes():
             out.write(render.render_node_source(
                 driver.node_capabilities(node).facts, uri_reason))
     out.write(render.render_tree(tracker.tree, args.format))
     return 0
+
+
+def trait_families(driver) -> dict[str, str]:
+    """Trait name → the family that answered for it, over every node."""
+    families: dict[str, str] = {}
+    for node in driver.get_available_nodes():
+        report = driver.node_capabilities(node).traits
+        families.update((trait, result.family)
+                        for trait, result in report.results.items())
+    return families
+
+
+def _picture_checked(call, *args):
+    """``call(*args)``, a :class:`PictureError` becoming exit 2."""
+    try:
+        return call(*args)
+    except PictureError as exc:
+        raise CommandError(str(exc)) from exc
 
 
 def provider_config(conf) -> str | None:
