@@ -10,6 +10,7 @@ import os
 import pathlib
 import sys
 from collections.abc import Iterator, Sequence
+from types import ModuleType
 
 from virtdriver import fakelibvirt
 from virtdriver.capabilities.traits.config import TraitConfig
@@ -79,19 +80,27 @@ def replay_snapshot(args: argparse.Namespace, conf, config: TraitConfig
                     ) -> int:
     """Run the command against a snapshot, through fakelibvirt, with the
     real driver code."""
-    documents = read_snapshot(args.snapshot)
+    with replaying(args.snapshot) as (uri, reason, fake):
+        args.uri = uri
+        return run_host_command(
+            args, conf, config,
+            lambda _uri: (fake.open(uri), URIChoice(uri, reason)),
+            uri_reason=reason)
+
+
+@contextlib.contextmanager
+def replaying(snapshot: str) -> Iterator[tuple[str, str, ModuleType]]:
+    """While inside, the snapshot directory ``snapshot`` is a fakelibvirt
+    host and fakelibvirt stands in for libvirt: yields its URI, the reason
+    to give for it and the fakelibvirt module (``virtdriver diff`` replays
+    two in turn)."""
+    documents = read_snapshot(snapshot)
     # The URI names the directory, so evidence says where facts came from.
-    name = f"snapshot{pathlib.Path(args.snapshot).resolve()}"
+    name = f"snapshot{pathlib.Path(snapshot).resolve()}"
     fakelibvirt.register_host(name, documents)
-    uri = f"fake:///{name}"
-    reason = f"replaying snapshot {args.snapshot}"
     try:
         with use_fakelibvirt() as fake:
-            args.uri = uri
-            return run_host_command(
-                args, conf, config,
-                lambda _uri: (fake.open(uri), URIChoice(uri, reason)),
-                uri_reason=reason)
+            yield f"fake:///{name}", f"replaying snapshot {snapshot}", fake
     finally:
         fakelibvirt.unregister_host(name)
 
@@ -104,6 +113,9 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
         return run_report(args, conf, uri_reason=uri_reason)
     if args.command == "sync":
         return run_sync(args, conf, uri_reason=uri_reason)
+    if args.command == "diff":  # imported here: it imports this module
+        from virtdriver.cli.diff import run_diff
+        return run_diff(args, conf)
     if args.command == "agent":  # imported here: only the agent needs it
         from virtdriver.cli.agent import run_agent
         return run_agent(args, conf, uri_reason=uri_reason)

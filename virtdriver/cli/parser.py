@@ -332,4 +332,20 @@ def build_parser() -> argparse.ArgumentParser:
     _add_debug(completion_cmd)
     completion_cmd.add_argument("shell", choices=("bash",), metavar="SHELL",
                                 help="the shell: bash")
+    diff_cmd = commands.add_parser(
+        "diff", help="what changes from host reading A to B (an upgrade)",
+        description="Build the provider tree and traits of A and B — each "
+                    "a snapshot directory (replayed as --snapshot is) or "
+                    "`live` (this host's libvirt, as report reads it) — "
+                    "and show what changes from A to B: providers added or "
+                    "removed, inventories (old -> new), and traits flipped "
+                    "with the evidence on both sides.  Exit 0 no "
+                    "differences, 1 differences, 2 bad input.")
+    diff_cmd.add_argument("a", metavar="A", help="snapshot DIR or `live`")
+    diff_cmd.add_argument("b", metavar="B", help="snapshot DIR or `live`")
+    diff_cmd.add_argument("--flat", action="store_true",
+                          help="everything on the root provider instead of "
+                               "one child per NUMA cell")
+    _add_host_options(diff_cmd, replay=False)
+    _add_pinning_options(diff_cmd)
     return parser
