@@ -83,22 +83,12 @@ class TraitFlip:
     @property
     def old_summary(self) -> str:
         """A's evidence in one line."""
-        return one_line(self.old)
+        return self.old.summary
 
     @property
     def new_summary(self) -> str:
         """B's evidence in one line."""
-        return one_line(self.new)
-
-
-def one_line(explanation: Explanation) -> str:
-    """The evidence in one line, as ``explain``'s table gives it: the most
-    decisive piece, and how many more (the sentence's reason without)."""
-    if not explanation.evidence:
-        return explanation.sentence.split(" — ", 1)[-1]
-    more = len(explanation.evidence) - 1
-    return (explanation.evidence[0].sentence()
-            + (f" (and {more} more)" if more > 0 else ""))
+        return self.new.summary
 
 
 @dataclass(frozen=True, slots=True)
