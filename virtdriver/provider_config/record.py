@@ -46,7 +46,7 @@ from virtdriver.resource_tracker.inventory import (
 from virtdriver.resource_tracker.ledger import ledger_path
 from virtdriver.resource_tracker.provider import check_uuid
 from virtdriver.resource_tracker.state_file import (
-    CachedFile, write_atomically)
+    CachedFile, read_json, write_atomically)
 
 FORMAT = "virtdriver-provider-config-record"
 VERSION = 1
@@ -214,23 +214,9 @@ class AppliedRecord(Mapping[str, ProviderRecord]):
             RecordError: unreadable, not JSON, or not a valid record.
         """
         path = pathlib.Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        document = read_json(path, RecordError)
+        if document is None:
             return cls()
-        except UnicodeDecodeError as exc:
-            raise RecordError(path, f"not UTF-8 text ({exc})") from None
-        except OSError as exc:
-            raise RecordError(path, f"cannot read it ({exc})", (
-                "make it and its directory readable, or use another state "
-                "directory")) from None
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise RecordError(path, f"not valid JSON (line {exc.lineno}, "
-                              f"column {exc.colno}: {exc.msg})") from None
-        except RecursionError:
-            raise RecordError(path, "nested too deeply") from None
         return cls.from_json(document, path)
 
     def save(self, path: pathlib.Path | str) -> None:

@@ -29,7 +29,7 @@ from virtdriver.claims.usage_json import (
 from virtdriver.drivers.host_resources import HostResources
 from virtdriver.resource_tracker.ledger import ledger_path
 from virtdriver.resource_tracker.state_file import (
-    Signature, signature, write_atomically)
+    Signature, read_json, signature, write_atomically)
 
 FORMAT = "virtdriver-tracker-claims"
 VERSION = 1
@@ -52,6 +52,11 @@ class ClaimsFileError(ClaimError):
 _REMEDY = ("restore it from a backup, or fix the entries named; deleting it "
            "forgets every claim on this host (instances keep running, but "
            "their CPUs and memory count as free)")
+
+
+def _error(path: pathlib.Path, problem: str, remedy: str | None
+           ) -> ClaimsFileError:
+    return ClaimsFileError(path, problem, remedy or _REMEDY)
 
 
 def claims_path(state_dir: pathlib.Path | str, driver_name: str
@@ -128,19 +133,7 @@ class ClaimsFile:
         self._signature = signature(self.path)
 
     def _load(self) -> dict[str, Any]:
-        try:
-            document = json.loads(self.path.read_bytes().decode("utf-8"))
-        except OSError as exc:
-            raise ClaimsFileError(self.path, f"cannot read it ({exc})", (
-                "make it readable, or use another state directory")
-            ) from None
-        except UnicodeDecodeError as exc:
-            raise ClaimsFileError(self.path, f"not UTF-8 text ({exc})",
-                                  _REMEDY) from None
-        except json.JSONDecodeError as exc:
-            raise ClaimsFileError(self.path, f"not valid JSON (line "
-                                  f"{exc.lineno}, column {exc.colno}: "
-                                  f"{exc.msg})", _REMEDY) from None
+        document = read_json(self.path, _error)
         if not (isinstance(document, dict)
                 and document.get("format") == FORMAT):
             raise ClaimsFileError(self.path, f"not a claims file (no "

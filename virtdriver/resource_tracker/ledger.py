@@ -28,7 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 
 from virtdriver.resource_tracker.state_file import (
-    CachedFile, write_atomically)
+    CachedFile, read_json, write_atomically)
 
 FORMAT = "virtdriver-trait-ledger"
 VERSION = 1
@@ -124,21 +124,9 @@ class Ledger(Mapping[str, frozenset[str]]):
             LedgerError: unreadable, not JSON, or not a ledger document.
         """
         path = pathlib.Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        document = read_json(path, LedgerError)
+        if document is None:
             return cls()
-        except UnicodeDecodeError as exc:
-            raise LedgerError(path, f"not UTF-8 text ({exc})") from None
-        except OSError as exc:
-            raise LedgerError(path, f"cannot read it ({exc})", (
-                "make it and its directory readable, or use another state "
-                "directory")) from None
-        try:
-            document = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise LedgerError(path, f"not valid JSON (line {exc.lineno}, "
-                              f"column {exc.colno}: {exc.msg})") from None
         return cls(_entries(path, document))
 
     def save(self, path: pathlib.Path | str) -> None:

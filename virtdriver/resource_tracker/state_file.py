@@ -12,11 +12,42 @@ after another process saved it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pathlib
 import tempfile
 from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
+
+#: Builds a state file kind's own error: ``(path, problem, remedy)``;
+#: ``remedy`` ``None`` means the kind's usual advice.
+ErrorFactory = Callable[[pathlib.Path, str, "str | None"], Exception]
+_READ_REMEDY = ("make it and its directory readable, or use another state "
+                "directory")
+
+
+def read_json(path: pathlib.Path, error: ErrorFactory) -> Any | None:
+    """The JSON document in state file ``path``; ``None`` if there is no
+    such file.
+
+    Raises:
+        error(...): not readable, not UTF-8, not JSON, or nested too deep.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as exc:
+        raise error(path, f"not UTF-8 text ({exc})", None) from None
+    except OSError as exc:
+        raise error(path, f"cannot read it ({exc})", _READ_REMEDY) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(path, f"not valid JSON (line {exc.lineno}, column "
+                    f"{exc.colno}: {exc.msg})", None) from None
+    except RecursionError:
+        raise error(path, "nested too deeply", None) from None
 
 
 def write_atomically(path: pathlib.Path, text: str) -> None:
