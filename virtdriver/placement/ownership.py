@@ -82,6 +82,7 @@ class TrackerOwnership:
         for uuid in list(self._removed):
             if uuid not in failed:
                 del self._removed[uuid]
+        self.tracker.provider_config.forget_released(exclude=failed)
         kept = {o.uuid for o in result.kept}
         self._gone &= kept
         self._cache.clear()
@@ -95,6 +96,7 @@ class TrackerOwnership:
             # are the tracker's to write (and, once deleted from the
             # files, to remove: the diff's removals above).
             removed |= self.tracker.provider_config.applied_traits(uuid)
+            removed |= self.tracker.provider_config.released_traits(uuid)
             if owned is not None and removed:
                 owned = owned.union(Ownership(frozenset(removed)))
             self._cache[uuid] = owned

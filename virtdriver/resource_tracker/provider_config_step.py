@@ -43,6 +43,10 @@ class ProviderConfigStep:
         self.problem: str | None = None
         self._config: ProviderConfig | None = None
         self._signature: object = None
+        # uuid -> traits the record stopped listing in this process, until
+        # a sync confirmed them gone from Placement (a tree built afresh
+        # never had them, so no diff says they went).
+        self._released: dict[str, set[str]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -59,6 +63,16 @@ class ProviderConfigStep:
         if not self.enabled:
             return frozenset()
         return frozenset(self.file.record.provider(uuid).traits)
+
+    def released_traits(self, uuid: str) -> frozenset[str]:
+        """Traits the files stopped giving ``uuid`` in this process that no
+        sync has confirmed gone yet: still the tracker's to remove."""
+        return frozenset(self._released.get(uuid, ()))
+
+    def forget_released(self, exclude: set[str] = frozenset()) -> None:
+        """A sync settled them (but on the providers ``exclude``)."""
+        self._released = {uuid: traits for uuid, traits
+                          in self._released.items() if uuid in exclude}
 
     def save_record(self, record: AppliedRecord) -> None:
         """Save ``record`` if it changed (call under the state lock)."""
@@ -80,6 +94,11 @@ class ProviderConfigStep:
             self._refuse(str(exc))
             return record
         apply_plan(tree, done)
+        for uuid in scope:
+            gone = (set(record.provider(uuid).traits)
+                    - set(done.record.provider(uuid).traits))
+            if gone:
+                self._released.setdefault(uuid, set()).update(gone)
         for line in done.describe():
             LOG.info("provider config: %s", line)
         for line in done.kept:

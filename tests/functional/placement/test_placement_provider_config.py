@@ -42,3 +42,32 @@ def test_config_traits_are_synced_and_removed_with_their_entry(
     cycle()
     assert "CUSTOM_RACK_7" not in api.traits(root)
     assert "CUSTOM_SOMEONE_ELSES" in api.traits(root)
+
+
+def test_a_deleted_entry_leaves_placement_across_separate_runs(
+        tmp_path, client, api):
+    """Each run a new tracker (as two `virtdriver sync` runs): the second
+    builds its tree afresh, so no diff says the trait went — the record
+    does."""
+    config = tmp_path / "provider_config"
+    config.mkdir()
+    (config / "site.yaml").write_text(HEAD + RACK)
+
+    def run():
+        driver = FakeDriver("small")
+        driver.init_host("compute-1")
+        tracker = ResourceTracker(driver, state_dir=tmp_path / "state",
+                                  provider_config=config)
+        owned = TrackerOwnership(tracker)
+        owned.note(tracker.update_all())
+        result = Syncer(client, tmp_path / "state").sync(
+            tracker.tree, owned_for=owned, remove=owned.gone)
+        owned.synced(result)
+        assert result.ok, result.describe()
+        return tracker.tree.roots[0].uuid
+
+    root = run()
+    assert "CUSTOM_RACK_7" in api.traits(root)
+    (config / "site.yaml").unlink()
+    run()
+    assert "CUSTOM_RACK_7" not in api.traits(root)
