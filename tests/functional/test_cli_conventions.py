@@ -218,8 +218,8 @@ def test_completion_of_commands_options_and_choices(script):
     assert sorted(complete(script, "--debug", "con")) == ["config"]
     assert complete(script, "drivers", "--format", "") == ["text", "json"]
     assert complete(script, "host", "--cpu-mode", "") == list(CPU_MODES)
-    assert complete(script, "completion", "") == ["-h", "--help", "--debug",
-                                                  "bash"]
+    assert complete(script, "completion", "") == [
+        "-h", "--help", "--debug", "--quiet", "--log-file", "bash"]
     assert complete(script, "config", "s") == ["sample"]
     assert "--placement-url" in complete(script, "sync", "--pl")
     assert "--dry-run" not in complete(script, "report", "--")

@@ -19,7 +19,7 @@ from virtdriver.cli.claims import COMMANDS as CLAIMS_COMMANDS
 from virtdriver.cli.claims import run_claims_command
 from virtdriver.cli.drivers import run_drivers
 from virtdriver.cli.errors import (
-    EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, show_error)
+    EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, CommandError, show_error)
 from virtdriver.cli.host import Opener, run_command
 from virtdriver.cli.parser import build_parser
 from virtdriver.cli.report import run_report
@@ -42,7 +42,8 @@ def main(argv: Sequence[str] | None = None, *,
     """Run the command line ``argv``; return the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        with library_warnings(debug=args.debug):
+        with library_warnings(debug=args.debug, quiet=args.quiet), \
+                log_file(args.log_file, debug=args.debug):
             status = run(args, opener)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return status
@@ -132,11 +133,12 @@ REPORTED_BY_COMMAND = ("virtdriver.placement",)
 
 
 @contextlib.contextmanager
-def library_warnings(*, debug: bool) -> Iterator[None]:
+def library_warnings(*, debug: bool, quiet: bool = False) -> Iterator[None]:
     """While a command runs, log warnings go to stderr as Python's
     last-resort handler prints them (the message alone) — except those the
     command reports itself and other libraries' (keystoneauth's discovery
-    chatter), which only ``--debug`` shows."""
+    chatter), which only ``--debug`` shows.  ``quiet`` (``--quiet``):
+    errors only."""
     def wanted(record: logging.LogRecord) -> bool:
         if debug:
             return True
@@ -145,7 +147,7 @@ def library_warnings(*, debug: bool) -> Iterator[None]:
                             for prefix in REPORTED_BY_COMMAND))
 
     handler = logging.StreamHandler(sys.stderr)
-    handler.setLevel(logging.WARNING)
+    handler.setLevel(logging.ERROR if quiet else logging.WARNING)
     handler.addFilter(wanted)
     root = logging.getLogger()
     root.addHandler(handler)
@@ -153,6 +155,42 @@ def library_warnings(*, debug: bool) -> Iterator[None]:
         yield
     finally:
         root.removeHandler(handler)
+
+
+#: A ``--log-file`` line: when, how bad, where from, what.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+@contextlib.contextmanager
+def log_file(path: str | None, *, debug: bool) -> Iterator[None]:
+    """While a command runs, virtdriver's log records from INFO up (DEBUG
+    with ``--debug``) are appended to ``path``, time-stamped; nothing
+    when ``path`` is ``None``.
+
+    Raises:
+        CommandError: the file cannot be opened (exit 2).
+    """
+    if path is None:
+        yield
+        return
+    try:
+        handler = logging.FileHandler(path, mode="a", encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"--log-file {path}: cannot open it "
+                           f"({exc.strerror}); fix the path or its "
+                           "permissions") from exc
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    logger = logging.getLogger("virtdriver")
+    level = logger.level
+    handler.setLevel(logging.DEBUG if debug else logging.INFO)
+    logger.setLevel(handler.level)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        handler.close()
 
 
 def named_paths(args: argparse.Namespace) -> Iterator[str]:

@@ -17,6 +17,11 @@ from virtdriver.conf.options import VIRT_TYPES
 from virtdriver.drivers.libvirt.cpu_map_loader import DEFAULT_CPU_MAP_DIR
 
 DEBUG_HELP = "on an error, show the traceback too"
+QUIET_HELP = ("no warnings and no progress bar on stderr (errors still "
+              "print)")
+LOG_FILE_HELP = ("append virtdriver's log records here, time-stamped "
+                 "(the agent's cycle lines too; default: none, the agent's "
+                 "lines to stderr)")
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -31,10 +36,21 @@ def _machine_types(text: str) -> tuple[tuple[str, str], ...]:
 
 
 def _add_debug(parser: argparse.ArgumentParser) -> None:
+    """The global options, accepted after the command too."""
     # SUPPRESS: given after the command it sets args.debug; not given, it
     # leaves the top-level parser's value alone.
     parser.add_argument("--debug", action="store_true",
                         default=argparse.SUPPRESS, help=DEBUG_HELP)
+    parser.add_argument("--quiet", action="store_true",
+                        default=argparse.SUPPRESS, help=QUIET_HELP)
+    parser.add_argument("--log-file", metavar="FILE",
+                        default=argparse.SUPPRESS, help=LOG_FILE_HELP)
+
+
+def _add_globals(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    parser.add_argument("--quiet", action="store_true", help=QUIET_HELP)
+    parser.add_argument("--log-file", metavar="FILE", help=LOG_FILE_HELP)
 
 
 def _add_host_options(parser: argparse.ArgumentParser, *,
@@ -235,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "input, 3 libvirt or "
                     "Placement unreachable or a lock held too long, 141 "
                     "output closed early (e.g. `| head`); docs/exit-codes.md.")
-    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
+    _add_globals(parser)
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="COMMAND")
     host_cmd = commands.add_parser(
@@ -305,9 +321,6 @@ def build_parser() -> argparse.ArgumentParser:
                            help="seconds between cycle starts (default: 60)")
     agent_cmd.add_argument("--once", action="store_true",
                            help="one cycle; exit with its status")
-    agent_cmd.add_argument("--log-file", metavar="FILE",
-                           help="append the cycle lines here (default: "
-                                "stderr)")
     _add_driver_selection(agent_cmd)
     config_cmd = commands.add_parser(
         "config", help="configuration tools: an annotated sample",

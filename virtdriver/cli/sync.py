@@ -37,6 +37,7 @@ from typing import TextIO
 from keystoneauth1 import exceptions as ks_exc
 
 from virtdriver import render
+from virtdriver.render.progress import progress_bar
 from virtdriver.render.sync import render_sync, sync_json
 from virtdriver.cli.checks import placement_url
 from virtdriver.cli.errors import EXIT_UNREACHABLE, CommandError
@@ -91,9 +92,12 @@ def run_sync(args: argparse.Namespace, conf, out: TextIO | None = None, *,
         owned = TrackerOwnership(tracker)
         owned.note(tracker.update_all())
         client = target.connect()
-        result = Syncer(client, directory).sync(
-            tracker.tree, owned_for=owned, remove=owned.gone,
-            dry_run=args.dry_run, placement_of=ClaimsPlacement(tracker))
+        with progress_bar("syncing providers",
+                          quiet=getattr(args, "quiet", False)) as bar:
+            result = Syncer(client, directory).sync(
+                tracker.tree, owned_for=owned, remove=owned.gone,
+                dry_run=args.dry_run, placement_of=ClaimsPlacement(tracker),
+                progress=bar)
         owned.synced(result)
     if args.format == "json":
         out.write(json.dumps({"tree": tracker.tree.to_json(),

@@ -74,7 +74,8 @@ def sync(tree: TreeReader, client: PlacementClient, *, owned_for: OwnedFor,
          attempts: int = DEFAULT_ATTEMPTS, backoff: float = DEFAULT_BACKOFF,
          list_all_above: int = LIST_ALL_ABOVE,
          sleep: Callable[[float], None] = time.sleep,
-         placement_of: PlacementOf | None = None) -> SyncResult:
+         placement_of: PlacementOf | None = None,
+         progress: Callable[[int, int], None] | None = None) -> SyncResult:
     """Make Placement equal ``tree`` (module doc); update ``state``.
 
     Args:
@@ -99,6 +100,8 @@ def sync(tree: TreeReader, client: PlacementClient, *, owned_for: OwnedFor,
         placement_of: where each consumer's allocations belong when
             inventory must move (:class:`~.reshape.ClaimsPlacement`);
             ``None``: only moves with one possible destination.
+        progress: called as ``progress(done, total)`` after each provider
+            is synced (a CLI's progress bar); ``None``: not told.
 
     Returns:
         A :class:`~.result.SyncResult`; never raises for Placement's
@@ -107,7 +110,7 @@ def sync(tree: TreeReader, client: PlacementClient, *, owned_for: OwnedFor,
     run = _Run(tree.snapshot(), client, owned_for, state, remove=remove,
                dry_run=dry_run, attempts=max(1, attempts), backoff=backoff,
                list_all_above=list_all_above, sleep=sleep,
-               placement_of=placement_of)
+               placement_of=placement_of, progress=progress)
     return run.execute()
 
 
@@ -170,8 +173,10 @@ class _Run:
                  remove: Iterable[str], dry_run: bool, attempts: int,
                  backoff: float, list_all_above: int,
                  sleep: Callable[[float], None],
-                 placement_of: PlacementOf | None = None) -> None:
+                 placement_of: PlacementOf | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> None:
         self.tree = snapshot
+        self.progress = progress
         self.client = client
         self.owned_for = owned_for
         self.state = state
@@ -240,9 +245,11 @@ class _Run:
         finally:
             self.outcomes.update(gone.outcomes)
             self.foreign.extend(gone.foreign)
-        for provider in managed:
-            if provider.uuid not in reshaped.held:
-                self._sync_provider(provider, listed.get(provider.uuid))
+        todo = [p for p in managed if p.uuid not in reshaped.held]
+        for done, provider in enumerate(todo, 1):
+            self._sync_provider(provider, listed.get(provider.uuid))
+            if self.progress is not None:
+                self.progress(done, len(todo))
         managed_uuids = {p.uuid for p in managed}
         for uuid in list(state.providers):
             if uuid not in managed_uuids:
