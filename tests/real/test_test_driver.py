@@ -80,3 +80,20 @@ def test_bad_uri_exits_3_naming_it(capsys):
     assert status == cli.EXIT_UNREACHABLE
     assert "cannot open libvirt at nosuchdriver:///x" in err
     assert "check the URI" in err
+
+
+def test_recording_node_devices_reports_progress():
+    """`virtdriver snapshot`'s progress bar counts what the recorder
+    reads: one call per node device, the last one ``(total, total)``."""
+    from virtdriver.drivers.libvirt.recorder import record_host
+    conn = libvirt.open("test:///default")
+    try:
+        seen = []
+        documents = record_host(conn, "test:///default",
+                                progress=lambda done, total:
+                                seen.append((done, total)))
+    finally:
+        conn.close()
+    total = len(documents.node_devices)
+    assert total > 1
+    assert seen == [(done, total) for done in range(1, total + 1)]

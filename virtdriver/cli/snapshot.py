@@ -22,6 +22,7 @@ from virtdriver.cli.host import Opener, read_with
 from virtdriver.drivers.libvirt.recorder import record_host
 from virtdriver.fakelibvirt.documents import HostDocuments
 from virtdriver.fakelibvirt.snapshot import MANIFEST, write_snapshot
+from virtdriver.render.progress import progress_bar
 
 
 def run_snapshot(args: argparse.Namespace, config: TraitConfig, *,
@@ -30,8 +31,11 @@ def run_snapshot(args: argparse.Namespace, config: TraitConfig, *,
     out = out or sys.stdout
     target = pathlib.Path(args.output)
     check_target(target)
-    documents, choice = read_with(
-        args.uri, opener, lambda conn, uri: record_host(conn, uri, config))
+    with progress_bar("recording node devices",
+                      quiet=getattr(args, "quiet", False)) as bar:
+        documents, choice = read_with(
+            args.uri, opener,
+            lambda conn, uri: record_host(conn, uri, config, progress=bar))
     write_whole(target, documents, choice.uri)
     out.write(f"recorded {choice.uri} ({choice.reason}) into {target}: "
               f"host capabilities, {len(documents.domain_capabilities)} "

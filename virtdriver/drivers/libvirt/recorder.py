@@ -7,6 +7,7 @@ so a snapshot holds exactly what the driver asked for, no more.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
 
@@ -53,11 +54,14 @@ class RecordingConnection:
 
 
 def record_host(conn: Any, uri: str,
-                config: TraitConfig | None = None) -> HostDocuments:
+                config: TraitConfig | None = None, *,
+                progress: Callable[[int, int], None] | None = None
+                ) -> HostDocuments:
     """Read the host through ``conn`` as the driver does; return it all.
 
-    Also records ``getCPUMap``, ``getHostname`` and the node devices;
-    a call libvirt refuses there is left out (replayed as refused too).
+    Also records ``getCPUMap``, ``getHostname`` and the node devices
+    (``progress(done, total)`` after each, for a host with many); a call
+    libvirt refuses there is left out (replayed as refused too).
 
     Raises:
         libvirt.libvirtError: ``getCapabilities`` failed.
@@ -73,9 +77,19 @@ def record_host(conn: Any, uri: str,
         lib_version=reading.libvirt_version or 0,
         version=reading.hypervisor_version or 0,
         hostname=_answer(conn.getHostname) or "",
-        node_devices=MappingProxyType(_answer(lambda: {
-            device.name(): device.XMLDesc(0)
-            for device in conn.listAllDevices(0)}) or {}))
+        node_devices=MappingProxyType(_answer(
+            lambda: _node_devices(conn, progress)) or {}))
+
+
+def _node_devices(conn: Any, progress: Callable[[int, int], None] | None
+                  ) -> dict[str, str]:
+    devices = conn.listAllDevices(0)
+    found = {}
+    for done, device in enumerate(devices, 1):
+        found[device.name()] = device.XMLDesc(0)
+        if progress is not None:
+            progress(done, len(devices))
+    return found
 
 
 def _cpu_map(answer: Any) -> tuple[int, tuple[bool, ...], int]:
