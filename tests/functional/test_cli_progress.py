@@ -1,6 +1,6 @@
 """The CLI's progress bar and its global ``--quiet`` and ``--log-file``.
 
-A real ``virtdriver sync`` of 200 ironic nodes to the embedded Placement
+A real ``virtdriver sync`` of 80 ironic nodes to the embedded Placement
 runs in a subprocess whose stderr is a pseudo-terminal (``pty.openpty``)
 or a pipe.  A provider config file with a newer schema version makes the
 run log one warning, so hiding it (``--quiet``) and writing it to
@@ -24,7 +24,7 @@ import pytest
 from virtdriver.cli import main
 from virtdriver.render.progress import MIN_INTERVAL, Progress, progress_bar
 
-NODES = 200
+NODES = 80
 BAR = re.compile(r"\rsyncing providers \[[#-]{30}\] (\d+)/(\d+)")
 WARNING = "schema version 1.1"
 SUMMARY = f"sync: synced, {NODES} providers changed"
