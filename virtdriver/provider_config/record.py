@@ -31,7 +31,6 @@ holds around every update.
 
 from __future__ import annotations
 
-import json
 import pathlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -46,7 +45,7 @@ from virtdriver.resource_tracker.inventory import (
 from virtdriver.resource_tracker.ledger import ledger_path
 from virtdriver.resource_tracker.provider import check_uuid
 from virtdriver.resource_tracker.state_file import (
-    CachedFile, read_json, write_atomically)
+    CachedFile, read_json, save_json)
 
 FORMAT = "virtdriver-provider-config-record"
 VERSION = 1
@@ -225,15 +224,7 @@ class AppliedRecord(Mapping[str, ProviderRecord]):
         Raises:
             RecordError: it cannot be written; the old file is unchanged.
         """
-        path = pathlib.Path(path)
-        text = json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n"
-        try:
-            write_atomically(path, text)
-        except OSError as exc:
-            raise RecordError(path, f"cannot write it ({exc})", (
-                "the old record is unchanged; make the state directory "
-                "writable (permissions, free space) or use another one")
-            ) from None
+        save_json(pathlib.Path(path), self.to_json(), RecordError, "record")
 
 
 class RecordFile(CachedFile[AppliedRecord]):

@@ -21,14 +21,13 @@ file is always safe (``docs/resource-tracker.md``, "Recovery").
 
 from __future__ import annotations
 
-import json
 import pathlib
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 
 from virtdriver.resource_tracker.state_file import (
-    CachedFile, read_json, write_atomically)
+    CachedFile, read_json, save_json)
 
 FORMAT = "virtdriver-trait-ledger"
 VERSION = 1
@@ -136,15 +135,7 @@ class Ledger(Mapping[str, frozenset[str]]):
             LedgerError: the file or its directory cannot be written; the
                 old file, if any, is left as it was.
         """
-        path = pathlib.Path(path)
-        text = json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n"
-        try:
-            write_atomically(path, text)
-        except OSError as exc:
-            raise LedgerError(path, f"cannot write it ({exc})", (
-                "the old ledger is unchanged; make the state directory "
-                "writable (permissions, free space) or use another one")
-            ) from None
+        save_json(pathlib.Path(path), self.to_json(), LedgerError, "ledger")
 
 
 class LedgerFile(CachedFile[Ledger]):

@@ -50,6 +50,24 @@ def read_json(path: pathlib.Path, error: ErrorFactory) -> Any | None:
         raise error(path, "nested too deeply", None) from None
 
 
+def save_json(path: pathlib.Path, document: Any, error: ErrorFactory,
+              what: str) -> None:
+    """Write ``document`` (sorted, indented JSON) to state file ``path``
+    atomically.
+
+    Raises:
+        error(...): it cannot be written; the old ``what`` is unchanged.
+    """
+    text = json.dumps(document, indent=1, sort_keys=True) + "\n"
+    try:
+        write_atomically(path, text)
+    except OSError as exc:
+        raise error(path, f"cannot write it ({exc})", (
+            f"the old {what} is unchanged; make the state directory "
+            "writable (permissions, free space) or use another one")
+        ) from None
+
+
 def write_atomically(path: pathlib.Path, text: str) -> None:
     """Replace ``path``'s content with ``text`` atomically (parent
     directories created).
