@@ -35,6 +35,7 @@ import stat
 import threading
 import time
 import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +65,8 @@ QEMU_USER = "libvirt-qemu"
 EMBED_LOCK_TIMEOUT = 120.0
 #: libvirt's QEMU driver pid file, relative to the embed root.
 EMBED_PID_FILE = Path("run") / "qemu" / "driver.pid"
+#: Where Linux lists the online CPUs ("0-3,8"); see :func:`on_probe_cpu`.
+ONLINE_CPUS = "/sys/devices/system/cpu/online"
 _PID_FILE_ERROR = re.compile(r"Failed to acquire pid file '([^']+)'")
 
 
@@ -177,7 +180,10 @@ def _open(uri: str, lock_timeout: float = EMBED_LOCK_TIMEOUT
     if root is not None:
         hold_embed_root(root, timeout=lock_timeout)
     try:
-        return libvirt.open(uri)
+        if root is None:
+            return libvirt.open(uri)
+        with on_probe_cpu():  # see on_probe_cpu: warm stays warm
+            return libvirt.open(uri)
     except libvirt.libvirtError as exc:
         message = _message(exc)
         busy = _PID_FILE_ERROR.search(message)
@@ -186,6 +192,74 @@ def _open(uri: str, lock_timeout: float = EMBED_LOCK_TIMEOUT
             raise _root_busy(uri, root or pid_file.parents[2],
                              pid_file) from exc
         raise LibvirtConnectionError(uri, message, _hint(uri)) from exc
+
+
+def online_cpus() -> list[int]:
+    """The online CPUs, lowest first (every CPU when Linux does not say)."""
+    try:
+        return _cpu_list(Path(ONLINE_CPUS).read_text())
+    except (OSError, ValueError):
+        return list(range(os.cpu_count() or 1))
+
+
+@contextlib.contextmanager
+def on_probe_cpu() -> Iterator[int | None]:
+    """While inside, this thread runs on one CPU only: the lowest online
+    CPU this process may use, whatever ``taskset`` it was started under
+    (yields it; ``None`` where affinity cannot be set).
+
+    Why: libvirt 9.0's embedded QEMU driver reads the host's CPUID once,
+    when it starts (in the thread that opens the first connection), and
+    stores it in each cached QEMU capabilities file; a later process whose
+    reading differs throws the cache away and probes every qemu-system
+    binary again (~8 s; "host cpuid changed" in libvirt's debug log).
+    KVM answers that CPUID on the CPU the thread runs on, and leaf 0x1f
+    carries that CPU's x2APIC id, so two CPUs never agree.  On one fixed
+    CPU every process reads the same CPUID, and a warm cache stays warm
+    whichever CPU the process was started on.  (libvirt has no setting
+    that skips this check.)  The caller's affinity is restored after,
+    and so is that of threads libvirt started meanwhile (they inherit
+    it); where affinity cannot be set nothing changes.
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        yield None
+        return
+    before = os.sched_getaffinity(0)
+    threads = _threads()
+    cpu = next(filter(_run_on, online_cpus()), None)
+    if cpu is None:
+        yield None
+        return
+    try:
+        yield cpu
+    finally:
+        os.sched_setaffinity(0, before)
+        for tid in _threads() - threads:
+            with contextlib.suppress(OSError):  # it ended meanwhile
+                os.sched_setaffinity(tid, before)
+
+
+def _cpu_list(text: str) -> list[int]:
+    cpus: list[int] = []
+    for part in filter(None, text.strip().split(",")):
+        first, _, last = part.partition("-")
+        cpus.extend(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def _run_on(cpu: int) -> bool:
+    try:
+        os.sched_setaffinity(0, {cpu})
+    except OSError:  # outside this process's cgroup cpuset
+        return False
+    return True
+
+
+def _threads() -> set[int]:
+    try:
+        return {int(tid) for tid in os.listdir("/proc/self/task")}
+    except OSError:
+        return set()
 
 
 def _open_with_timeout(uri: str, timeout: float) -> libvirt.virConnect:
