@@ -78,7 +78,7 @@ def test_rebuild_of_a_pinned_instance_with_the_same_constraints(providers):
 
 def test_an_image_without_numa_properties_or_traits_passes(providers):
     plain = instance(props={"os_distro": "debian"})
-    new = {"os_distro": "fedora", "hw_disk_bus": "virtio"}
+    new = {"os_distro": "fedora", "hw_qemu_guest_agent": "yes"}
     assert rebuild_conflicts(plain, new, providers) == []
 
 

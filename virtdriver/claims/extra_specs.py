@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from virtdriver.capabilities.traits.names import invalid_reason
+from virtdriver.claims.image_traits import image_traits as implied_traits
 from virtdriver.claims.model import PAGE_SIZES, Flavor, PageSize, Problem
 from virtdriver.cpuset import CPUSetError, format_cpuset, parse_cpuset
 
@@ -253,27 +253,12 @@ def group_keys(specs: Mapping[str, Any], prefix: str, name: str
 
 def image_traits(properties: Mapping[str, Any]
                  ) -> tuple[frozenset[str], frozenset[str], list[Problem]]:
-    """The traits an image requires and forbids (``trait:<NAME>=required``
-    or ``=forbidden``), and the problems with its ``trait:`` properties."""
-    required, forbidden, problems = set(), set(), []
-    for key, value in sorted(properties.items()):
-        if not key.startswith("trait:"):
-            continue
-        name = key[len("trait:"):]
-        reason = invalid_reason(name)
-        if reason:
-            problems.append(Problem(
-                f"image property {key!r}: {name!r} is {reason}; name a "
-                "standard trait or a CUSTOM_ one", {key: value}))
-        elif value == "required":
-            required.add(name)
-        elif value == "forbidden":
-            forbidden.add(name)
-        else:
-            problems.append(Problem(
-                f"image {show(key, value)} is not a trait requirement; use "
-                "required or forbidden", {key: value}))
-    return frozenset(required), frozenset(forbidden), problems
+    """The traits an image requires and forbids — explicit ones
+    (``trait:<NAME>=required`` or ``=forbidden``) folded with those its
+    other properties imply (``hw_disk_bus``…, see
+    :mod:`virtdriver.claims.image_traits`) — and the problems found."""
+    found = implied_traits(properties)
+    return found.required, found.forbidden, list(found.problems)
 
 
 def flavor_traits(extra_specs: Mapping[str, Any]

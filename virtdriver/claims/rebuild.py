@@ -16,10 +16,16 @@ cannot be used that way (an empty list means it can):
    unallocated sibling does not count); a trait it forbids is on one of
    them; the flavor forbids (requires) a trait the image requires
    (forbids); or a provider's traits cannot be known ("cannot verify").
+   The image's traits are its explicit ``trait:`` properties and those its
+   other properties imply (``hw_disk_bus=ide`` →
+   ``COMPUTE_STORAGE_BUS_IDE``, :mod:`virtdriver.claims.image_traits`),
+   checked alike; each refusal names the property behind each trait.
    Traits the current image already requires or forbids are not checked
    again: they were honoured when the instance was placed.
 
-An image with the same properties as the current one always passes.
+An image with the same properties as the current one always passes (when
+no ``disk_format`` is given: the instance's own disk format is not
+known, so a given one is always checked).
 Providers come from a small protocol (a mapping or a callable, see
 :data:`Providers`), so Placement, a provider tree or a report file can
 answer; :func:`providers_from_tree_json` reads ``virtdriver report
@@ -36,7 +42,8 @@ from typing import Any, NamedTuple
 
 from virtdriver.claims.constraints import numa_constraints
 from virtdriver.claims.consumption import consumption
-from virtdriver.claims.extra_specs import cpus_text, flavor_traits, image_traits
+from virtdriver.claims.extra_specs import cpus_text, flavor_traits
+from virtdriver.claims.image_traits import ImageTraits, image_traits
 from virtdriver.claims.model import (
     ClaimError, Instance, InvalidRequest, NUMARequest)
 
@@ -119,15 +126,18 @@ class ProviderDocumentError(ClaimError):
 
 def rebuild_conflicts(instance: Instance,
                       new_image_properties: Mapping[str, Any],
-                      providers: Providers) -> list[Conflict]:
+                      providers: Providers, *,
+                      disk_format: str | None = None) -> list[Conflict]:
     """Every reason ``instance`` may not be rebuilt with the new image.
 
+    ``disk_format`` is the new image's (``qcow2``…), when known: its
+    ``COMPUTE_IMAGE_TYPE_*`` trait is then checked like the others.
     Pure: reads its arguments (and calls ``providers`` if it is callable),
     changes nothing.  An empty list means the rebuild may go ahead.
     """
     old_props = dict(instance.image_properties)
     new_props = dict(new_image_properties or {})
-    if new_props == old_props:
+    if new_props == old_props and disk_format is None:
         return []
     conflicts: list[Conflict] = []
     flavor = instance.flavor
@@ -137,14 +147,16 @@ def rebuild_conflicts(instance: Instance,
         conflicts.extend(_numa_conflicts(old, new))
         conflicts.extend(_resource_conflicts(flavor, old, new))
     conflicts.extend(_trait_conflicts(instance, old_props, new_props,
-                                      providers))
+                                      providers, disk_format))
     return conflicts
 
 
 def check_rebuild(instance: Instance, new_image_properties: Mapping[str, Any],
-                  providers: Providers) -> None:
+                  providers: Providers, *,
+                  disk_format: str | None = None) -> None:
     """Raise :class:`RebuildRefused` unless the rebuild may go ahead."""
-    conflicts = rebuild_conflicts(instance, new_image_properties, providers)
+    conflicts = rebuild_conflicts(instance, new_image_properties, providers,
+                                  disk_format=disk_format)
     if conflicts:
         raise RebuildRefused(instance.uuid, conflicts)
 
@@ -250,36 +262,38 @@ def _resource_conflicts(flavor, old, new) -> list[Conflict]:
 # -- traits ------------------------------------------------------------------
 
 def _trait_conflicts(instance: Instance, old_props, new_props,
-                     providers: Providers) -> list[Conflict]:
-    required, forbidden, problems = image_traits(new_props)
+                     providers: Providers, disk_format: str | None
+                     ) -> list[Conflict]:
+    new = image_traits(new_props, disk_format)
     conflicts = [Conflict(INVALID, f"new image: {p.message}",
                           {"image": "new", "keys": dict(p.keys)})
-                 for p in problems]
-    old_required, old_forbidden, _ = image_traits(old_props)
-    required, forbidden = required - old_required, forbidden - old_forbidden
+                 for p in new.problems]
+    old = image_traits(old_props)
+    required = new.required - old.required
+    forbidden = new.forbidden - old.forbidden
     flavor_required, flavor_forbidden = flavor_traits(
         instance.flavor.extra_specs)
     for trait in sorted(required & flavor_forbidden):
         conflicts.append(Conflict(TRAITS, (
-            f"the new image requires {trait} (trait:{trait}=required) but "
+            f"the new image requires {trait} ({new.implied_by(trait)}) but "
             f"the flavor forbids it (trait:{trait}=forbidden); remove the "
             "requirement from the image or use another flavor"),
             {"trait": trait, "image": "required", "flavor": "forbidden"}))
     for trait in sorted(forbidden & flavor_required):
         conflicts.append(Conflict(TRAITS, (
-            f"the new image forbids {trait} (trait:{trait}=forbidden) but "
+            f"the new image forbids {trait} ({new.implied_by(trait)}) but "
             f"the flavor requires it (trait:{trait}=required); remove the "
             "prohibition from the image or use another flavor"),
             {"trait": trait, "image": "forbidden", "flavor": "required"}))
     if required or forbidden:
         conflicts.extend(_provider_conflicts(instance, required, forbidden,
-                                             providers))
+                                             providers, new))
     return conflicts
 
 
 def _provider_conflicts(instance: Instance, required: frozenset[str],
-                        forbidden: frozenset[str], providers: Providers
-                        ) -> list[Conflict]:
+                        forbidden: frozenset[str], providers: Providers,
+                        asked: ImageTraits) -> list[Conflict]:
     """Check image traits against the allocated providers and their roots."""
     lookup = provider_lookup(providers)
     roles: dict[str, str] = {}     # uuid -> how it counts
@@ -304,28 +318,36 @@ def _provider_conflicts(instance: Instance, required: frozenset[str],
     present = {u: sorted(forbidden & i.traits) for u, i in known.items()
                if forbidden & i.traits}
     conflicts = []
+    implied_by = {t: asked.implied_by(t) for t in sorted(required | forbidden)}
     if missing and not unknown:
         where = "; ".join(f"{_label(u, known[u])} ({roles[u]}) lacks "
                           + ", ".join(sorted(set(missing) - known[u].traits))
                           for u in known) or "the instance holds no allocations"
+        wanted = ", ".join(f"{t} ({implied_by[t]})" for t in missing)
         conflicts.append(Conflict(TRAITS, (
-            f"the new image requires {', '.join(missing)}, which none of the "
+            f"the new image requires {wanted}, which none of the "
             "providers the instance holds allocations against nor their "
             f"roots has: {where}; rebuild "
             "with an image those providers satisfy, or move the instance "
             "to a host that has the traits"),
-            {"missing": missing, "providers": {
+            {"missing": missing,
+             "implied_by": {t: implied_by[t] for t in missing},
+             "providers": {
                 u: {"name": known[u].name, "role": roles[u],
                     "missing": sorted(set(missing) - known[u].traits)}
                 for u in known}}))
     if present:
         where = "; ".join(f"{_label(u, known[u])} ({roles[u]}) has "
                           + ", ".join(t) for u, t in present.items())
+        named = sorted(set().union(*present.values()))
         conflicts.append(Conflict(TRAITS, (
             f"the new image forbids trait(s) the instance's providers have: "
-            f"{where}; rebuild with an image that does not forbid them, or "
+            f"{where} (forbidden by "
+            + ", ".join(implied_by[t] for t in named)
+            + "); rebuild with an image that does not forbid them, or "
             "move the instance to a host without them"),
-            {"forbidden_present": sorted(set().union(*present.values())),
+            {"forbidden_present": named,
+             "implied_by": {t: implied_by[t] for t in named},
              "providers": {u: {"name": known[u].name, "role": roles[u],
                                "present": t} for u, t in present.items()}}))
     for uuid in unknown:
