@@ -10,6 +10,9 @@ lists the few differences.  What it adds:
 * O(1) lookup by name or uuid for every provider, roots and children alike;
 * O(1) immutable snapshots (:meth:`ProviderTree.snapshot`) and
   :func:`~virtdriver.resource_tracker.tree_diff.diff` between two of them;
+* nested savepoints (:meth:`ProviderTree.savepoint`) that undo the writes
+  since, in O(writes), and O(1) per-root stamps
+  (:meth:`ProviderTree.subtree_stamp`) that say whether a tree changed;
 * a canonical JSON form (:meth:`to_json` / :meth:`ProviderTree.from_json`).
 
 Each provider is an immutable :class:`ProviderData`, replaced on write;
@@ -33,13 +36,16 @@ from virtdriver.resource_tracker.provider import (
     ProviderData, check_aggregates, check_generation, check_name, check_traits,
     check_uuid)
 from virtdriver.resource_tracker.provider_index import ProviderIndex
+from virtdriver.resource_tracker.savepoint import (
+    Journal, Savepoint, SavepointError, TreeBefore)
 from virtdriver.resource_tracker.snapshot import TreeReader, TreeSnapshot
 from virtdriver.resource_tracker.tree_diff import ProviderDiff, TreeDiff, diff
 from virtdriver.resource_tracker.tree_load import parents_first
 
 __all__ = ["Inventory", "InvalidProvider", "ProviderData", "ProviderDiff",
            "ProviderExists", "ProviderNotFound", "ProviderTree",
-           "ProviderTreeError", "TreeDiff", "TreeSnapshot", "diff"]
+           "ProviderTreeError", "Savepoint", "SavepointError", "TreeBefore",
+           "TreeDiff", "TreeSnapshot", "diff"]
 
 _SET_CHECKS = {"traits": check_traits, "aggregates": check_aggregates}
 
@@ -59,6 +65,9 @@ class ProviderTree(TreeReader):
         self._index = ProviderIndex()
         # True while a snapshot shares self._index: copy before writing.
         self._shared = False
+        self._journal = Journal()
+        # The last stamp handed out; never reset, so never reused.
+        self._counter = 0
 
     @property
     def lock(self) -> threading.RLock:
@@ -71,14 +80,26 @@ class ProviderTree(TreeReader):
             self._shared = True
             return TreeSnapshot(self._index, self)
 
+    def savepoint(self) -> Savepoint:
+        """Start journaling writes so they can be undone; O(1).
+
+        Hold :attr:`lock` from here until the savepoint's
+        :meth:`~Savepoint.rollback` (undo every write since, in O(writes))
+        or :meth:`~Savepoint.release` (keep them).  Savepoints nest; see
+        :mod:`.savepoint` and ``docs/provider-tree.md``.
+        """
+        with self._lock:
+            return self._journal.begin(self)
+
     def restore(self, snapshot: TreeSnapshot) -> None:
         """Make the tree exactly what ``snapshot`` saw again, in O(1).
 
-        Everything comes back — providers, content and generations — for
-        the snapshot shares its storage with the tree (copy-on-write).  It
-        undoes *every* write since the snapshot, so hold :attr:`lock` from
-        the snapshot to here (as the resource tracker does) when others
-        may write.
+        Everything comes back — providers, content, generations and
+        stamps — for the snapshot shares its storage with the tree
+        (copy-on-write).  It undoes *every* write since the snapshot, so
+        hold :attr:`lock` from the snapshot to here (as the resource
+        tracker does) when others may write.  It ends every active
+        savepoint (their writes are undone or predate the snapshot).
 
         Raises:
             ValueError: ``snapshot`` was taken of another tree.
@@ -89,6 +110,7 @@ class ProviderTree(TreeReader):
         with self._lock:
             self._index = snapshot._index
             self._shared = True
+            self._journal.abandon("ended by restore()")
 
     # -- creating and removing providers ------------------------------------
 
@@ -102,7 +124,7 @@ class ProviderTree(TreeReader):
         """
         with self._lock:
             record = _new_record(self._index, name, None, uuid, generation)
-            self._writable().add(record)
+            self._add(record)
             return record.uuid
 
     def new_child(self, name: str, parent: str, uuid: str | None = None,
@@ -123,7 +145,7 @@ class ProviderTree(TreeReader):
             if uuid is None and isinstance(name, str):
                 uuid = child_uuid(above.uuid, name)
             record = _new_record(self._index, name, above, uuid, generation)
-            self._writable().add(record)
+            self._add(record)
             return record.uuid
 
     def remove(self, name_or_uuid: str) -> None:
@@ -134,7 +156,7 @@ class ProviderTree(TreeReader):
         """
         with self._lock:
             uuid = self._index.get(name_or_uuid).uuid
-            self._writable().remove(uuid)
+            self._remove(uuid)
 
     def populate_from_iterable(self, provider_dicts: Iterable[Mapping]
                                ) -> None:
@@ -152,10 +174,8 @@ class ProviderTree(TreeReader):
             ProviderExists: a name is taken by a provider not replaced.
         """
         objects = list(provider_dicts)
-        with self._lock:
-            work = self._index.copy()
-            _load(work, objects)
-            self._index, self._shared = work, False
+        with self._lock, self.savepoint():  # all or nothing
+            _load(self, objects)
 
     @classmethod
     def from_json(cls, document: Mapping | str | bytes) -> ProviderTree:
@@ -166,7 +186,7 @@ class ProviderTree(TreeReader):
         """
         objects = tree_json.provider_objects(document)
         tree = cls()
-        _load(tree._index, objects)
+        _load(tree, objects)
         for obj in objects:
             root = tree._index.by_uuid[obj["uuid"]].root_uuid
             if obj["root_provider_uuid"] not in (None, root):
@@ -253,8 +273,18 @@ class ProviderTree(TreeReader):
         if generation is not None and generation != current.generation:
             changed["generation"] = generation
         if changed:
-            self._writable().put(dataclasses.replace(current, **changed))
+            self._counter += 1
+            self._writable().put(dataclasses.replace(current, **changed),
+                                 self._counter, self._journal.log)
         return content_changed
+
+    def _add(self, record: ProviderData) -> None:
+        self._counter += 1
+        self._writable().add(record, self._counter, self._journal.log)
+
+    def _remove(self, uuid: str) -> None:
+        self._counter += 1
+        self._writable().remove(uuid, self._counter, self._journal.log)
 
     def _writable(self) -> ProviderIndex:
         # Caller holds the lock.
@@ -282,12 +312,14 @@ def _new_record(index: ProviderIndex, name: str, parent: ProviderData | None,
     return ProviderData(uuid, name, generation, parent.uuid, parent.root_uuid)
 
 
-def _load(index: ProviderIndex, objects: list[Mapping]) -> None:
-    """Add or replace providers from dicts, parents first, into ``index``."""
+def _load(tree: ProviderTree, objects: list[Mapping]) -> None:
+    """Add or replace providers from dicts, parents first, into ``tree``."""
+    index = tree._index
     for obj in parents_first(objects, index.by_uuid.__contains__):
         uuid, parent_uuid = obj["uuid"], obj.get("parent_provider_uuid")
-        if uuid in index.by_uuid:
-            index.remove(uuid)
+        if uuid in tree._index.by_uuid:
+            tree._remove(uuid)
+        index = tree._index
         parent = None
         if parent_uuid is not None:
             parent = index.by_uuid.get(parent_uuid)
@@ -304,4 +336,4 @@ def _load(index: ProviderIndex, objects: list[Mapping]) -> None:
             inventory=validate_inventory(label, obj.get("inventories", {})),
             traits=check_traits(label, obj.get("traits", ())),
             aggregates=check_aggregates(label, obj.get("aggregates", ())))
-        index.add(record)
+        tree._add(record)

@@ -56,6 +56,19 @@ class TreeReader:
             root = self._index.get(name_or_uuid).root_uuid
             return self._index.subtree(root)
 
+    def subtree_stamp(self, root_uuid: str) -> int:
+        """A number that changes with every write to a root's tree; O(1).
+
+        Any write to the root or a descendant (content or generation), a
+        provider added or removed below it, the root's removal: each gives
+        the tree a stamp never handed out before in this tree's life.
+        Rollback and ``restore()`` bring back the old stamps with the old
+        state, and a snapshot keeps the stamps of its moment.  ``0``
+        (never a stamp) when no *root* has this uuid.
+        """
+        with self._lock:
+            return self._index.stamps.get(root_uuid, 0)
+
     @property
     def roots(self) -> list[ProviderData]:
         """The root providers' records, in creation order."""
