@@ -6,10 +6,17 @@ error is shown and which exit status it gives.  Output is formatted only in
 :mod:`virtdriver.render`.
 """
 
-from virtdriver.cli.drivers import run_drivers
 from virtdriver.cli.errors import (
     EXIT_BROKEN_PIPE, EXIT_FAILURE, EXIT_INTERNAL, EXIT_UNREACHABLE)
 from virtdriver.cli.main import main
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_FAILURE", "EXIT_INTERNAL",
            "EXIT_UNREACHABLE", "main", "run_drivers"]
+
+
+def __getattr__(name: str):
+    # run_drivers is imported on first use: every command starts here.
+    if name == "run_drivers":
+        from virtdriver.cli.drivers import run_drivers
+        return run_drivers
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,23 +16,10 @@ bug: one line naming it, exit 1, and the traceback only with ``--debug``.
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 from collections.abc import Iterable
 from typing import TextIO
-
-from virtdriver.capabilities import CapabilityXMLError
-from virtdriver.claims.documents import InvalidDocument
-from virtdriver.claims.model import ClaimError
-from virtdriver.claims.rebuild import ProviderDocumentError
-from virtdriver.conf import ConfigError
-from virtdriver.drivers.base import DriverError
-from virtdriver.drivers.libvirt.connection import LibvirtConnectionError
-from virtdriver.fakelibvirt.snapshot import SnapshotError
-from virtdriver.filelock import LockError, LockTimeout
-from virtdriver.placement.embedded import EmbeddedError
-from virtdriver.placement.errors import PlacementError, PlacementUnavailable
-from virtdriver.resource_tracker.claims_file import ClaimsFileError
-from virtdriver.resource_tracker.ledger import LedgerError
 
 #: A bug in virtdriver (an error nobody anticipated).
 EXIT_INTERNAL = 1
@@ -64,14 +51,43 @@ class CommandError(Exception):
         super().__init__(message)
 
 
-#: Errors that mean bad input, their messages written for the user.
-KNOWN = (CommandError, DriverError, ConfigError, LedgerError, SnapshotError,
-         CapabilityXMLError, LibvirtConnectionError, LockTimeout, LockError,
-         InvalidDocument, ClaimsFileError, ProviderDocumentError,
-         PlacementError, EmbeddedError)
+#: Errors that mean bad input, their messages written for the user, as
+#: (defining module, class name).  Named, not imported: an exception of a
+#: class exists only once its module is imported, so a command imports
+#: only what it uses and an error still finds its class
+#: (:func:`error_classes`).
+KNOWN_NAMES = (
+    ("virtdriver.cli.errors", "CommandError"),
+    ("virtdriver.drivers.base", "DriverError"),
+    ("virtdriver.conf.reader", "ConfigError"),
+    ("virtdriver.resource_tracker.ledger", "LedgerError"),
+    ("virtdriver.fakelibvirt.snapshot", "SnapshotError"),
+    ("virtdriver.capabilities.errors", "CapabilityXMLError"),
+    ("virtdriver.drivers.libvirt.connection", "LibvirtConnectionError"),
+    ("virtdriver.filelock", "LockTimeout"),
+    ("virtdriver.filelock", "LockError"),
+    ("virtdriver.claims.documents", "InvalidDocument"),
+    ("virtdriver.resource_tracker.claims_file", "ClaimsFileError"),
+    ("virtdriver.claims.rebuild", "ProviderDocumentError"),
+    ("virtdriver.placement.errors", "PlacementError"),
+    ("virtdriver.placement.embedded", "EmbeddedError"),
+)
 #: Errors (also as the cause of a known one) that mean the environment is
 #: unreachable rather than the input wrong.
-UNREACHABLE = (LibvirtConnectionError, LockTimeout, PlacementUnavailable)
+UNREACHABLE_NAMES = (
+    ("virtdriver.drivers.libvirt.connection", "LibvirtConnectionError"),
+    ("virtdriver.filelock", "LockTimeout"),
+    ("virtdriver.placement.errors", "PlacementUnavailable"),
+)
+#: A claim or rebuild refused.
+REFUSED_NAMES = (("virtdriver.claims.model", "ClaimError"),)
+
+
+def error_classes(names: Iterable[tuple[str, str]]) -> tuple[type, ...]:
+    """The classes ``names`` lists whose modules are imported (any other
+    class has no instances yet)."""
+    return tuple(getattr(sys.modules[module], name)
+                 for module, name in names if module in sys.modules)
 
 
 def exit_status(exc: BaseException, named: Iterable[str] = ()) -> int | None:
@@ -82,10 +98,11 @@ def exit_status(exc: BaseException, named: Iterable[str] = ()) -> int | None:
     """
     if isinstance(exc, CommandError):
         return exc.status
-    if isinstance(exc, KNOWN):
-        return (EXIT_UNREACHABLE if _caused_by(exc, UNREACHABLE)
+    if isinstance(exc, error_classes(KNOWN_NAMES)):
+        return (EXIT_UNREACHABLE
+                if _caused_by(exc, error_classes(UNREACHABLE_NAMES))
                 else EXIT_FAILURE)
-    if isinstance(exc, ClaimError):
+    if isinstance(exc, error_classes(REFUSED_NAMES)):
         return EXIT_REFUSED
     if isinstance(exc, OSError) and _on_named_path(exc, named):
         return EXIT_FAILURE
@@ -106,14 +123,16 @@ def show_error(exc: BaseException, *, debug: bool, err: TextIO,
             print("virtdriver: this is a bug; rerun with --debug for the "
                   "traceback", file=err)
         return EXIT_INTERNAL
-    refused = isinstance(exc, ClaimError) and not isinstance(exc, KNOWN)
+    refused = (isinstance(exc, error_classes(REFUSED_NAMES))
+               and not isinstance(exc, error_classes(KNOWN_NAMES)))
     print(f"virtdriver: {'refused: ' if refused else ''}{_message(exc)}",
           file=err)
     return status
 
 
 def _message(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and not isinstance(exc, KNOWN):
+    if isinstance(exc, OSError) and not isinstance(
+            exc, error_classes(KNOWN_NAMES)):
         return (f"cannot use {exc.filename}: {exc.strerror or exc}; check "
                 "the path and its permissions")
     return str(exc)

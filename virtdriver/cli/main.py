@@ -11,25 +11,23 @@ import pathlib
 import sys
 from collections.abc import Iterator, Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-from virtdriver import fakelibvirt
-from virtdriver.capabilities.traits.config import TraitConfig
-from virtdriver.cli.checks import check_options
-from virtdriver.cli.claims import COMMANDS as CLAIMS_COMMANDS
-from virtdriver.cli.claims import run_claims_command
-from virtdriver.cli.drivers import run_drivers
 from virtdriver.cli.errors import (
     EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, CommandError, show_error)
-from virtdriver.cli.host import Opener, run_command
 from virtdriver.cli.parser import build_parser
-from virtdriver.cli.report import run_report
-from virtdriver.cli.snapshot import run_snapshot
-from virtdriver.cli.state import configured_state_dir
-from virtdriver.cli.sync import run_sync
-from virtdriver.conf import apply_overrides, make_conf, trait_config
-from virtdriver.drivers.libvirt.connection import URIChoice, open_connection
-from virtdriver.fakelibvirt.snapshot import read_snapshot
-from virtdriver.fakelibvirt.swap import use_fakelibvirt
+
+if TYPE_CHECKING:
+    from virtdriver.capabilities.traits.config import TraitConfig
+    from virtdriver.cli.host import Opener
+
+# Each command's modules are imported in the branch that runs it, so a
+# command loads only what it uses (`virtdriver report` starts in a
+# fraction of the time the whole package takes to import; see
+# tests/functional/test_report_warm_imports.py).
+
+#: The claims commands (:data:`virtdriver.cli.claims.COMMANDS`).
+CLAIMS_COMMANDS = ("claims", "claim", "release", "rebuild-check")
 
 #: Options whose values are paths the user named (an OSError on one of
 #: them is bad input, not a bug).
@@ -38,8 +36,12 @@ PATH_OPTIONS = ("config_file", "host_spec", "inventory", "snapshot",
 
 
 def main(argv: Sequence[str] | None = None, *,
-         opener: Opener = open_connection) -> int:
-    """Run the command line ``argv``; return the exit status."""
+         opener: Opener | None = None) -> int:
+    """Run the command line ``argv``; return the exit status.
+
+    ``opener`` opens libvirt for ``host``, ``explain`` and ``snapshot``
+    (default :func:`~virtdriver.drivers.libvirt.connection.open_connection`).
+    """
     args = build_parser().parse_args(argv)
     try:
         with library_warnings(debug=args.debug, quiet=args.quiet), \
@@ -57,15 +59,20 @@ def main(argv: Sequence[str] | None = None, *,
                           named=list(named_paths(args)))
 
 
-def run(args: argparse.Namespace, opener: Opener) -> int:
+def run(args: argparse.Namespace, opener: Opener | None) -> int:
     """Run the parsed command; errors propagate to :func:`main`."""
     if args.command == "drivers":
+        from virtdriver.cli.drivers import run_drivers
         return run_drivers(args.format)
     if args.command in ("config", "completion"):  # no host, no config
         from virtdriver.cli.completion import run_completion
         from virtdriver.cli.config import run_config
         return (run_config(args) if args.command == "config"
                 else run_completion(args, build_parser()))
+    from virtdriver.cli.checks import check_options
+    from virtdriver.cli.state import configured_state_dir
+    from virtdriver.conf import apply_overrides, make_conf, trait_config
+
     check_options(args)
     conf = make_conf(config_files=args.config_file)
     apply_overrides(conf, vars(args))
@@ -81,6 +88,8 @@ def replay_snapshot(args: argparse.Namespace, conf, config: TraitConfig
                     ) -> int:
     """Run the command against a snapshot, through fakelibvirt, with the
     real driver code."""
+    from virtdriver.drivers.libvirt.connection import URIChoice
+
     with replaying(args.snapshot) as (uri, reason, fake):
         args.uri = uri
         return run_host_command(
@@ -95,6 +104,10 @@ def replaying(snapshot: str) -> Iterator[tuple[str, str, ModuleType]]:
     host and fakelibvirt stands in for libvirt: yields its URI, the reason
     to give for it and the fakelibvirt module (``virtdriver diff`` replays
     two in turn)."""
+    from virtdriver import fakelibvirt
+    from virtdriver.fakelibvirt.snapshot import read_snapshot
+    from virtdriver.fakelibvirt.swap import use_fakelibvirt
+
     documents = read_snapshot(snapshot)
     # The URI names the directory, so evidence says where facts came from.
     name = f"snapshot{pathlib.Path(snapshot).resolve()}"
@@ -107,23 +120,32 @@ def replaying(snapshot: str) -> Iterator[tuple[str, str, ModuleType]]:
 
 
 def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
-                     opener: Opener, *, uri_reason: str | None = None) -> int:
+                     opener: Opener | None, *,
+                     uri_reason: str | None = None) -> int:
     """``report``, ``sync``, the claims commands, ``explain``, ``host``
     or ``snapshot`` on one host."""
     if args.command == "report":
+        from virtdriver.cli.report import run_report
         return run_report(args, conf, uri_reason=uri_reason)
     if args.command == "sync":
+        from virtdriver.cli.sync import run_sync
         return run_sync(args, conf, uri_reason=uri_reason)
     if args.command == "diff":  # imported here: it imports this module
         from virtdriver.cli.diff import run_diff
         return run_diff(args, conf)
-    if args.command == "agent":  # imported here: only the agent needs it
+    if args.command == "agent":
         from virtdriver.cli.agent import run_agent
         return run_agent(args, conf, uri_reason=uri_reason)
     if args.command in CLAIMS_COMMANDS:
+        from virtdriver.cli.claims import run_claims_command
         return run_claims_command(args, conf)
+    if opener is None:
+        from virtdriver.drivers.libvirt.connection import open_connection
+        opener = open_connection
     if args.command == "snapshot":
+        from virtdriver.cli.snapshot import run_snapshot
         return run_snapshot(args, config, opener=opener)
+    from virtdriver.cli.host import run_command
     return run_command(args, config, opener=opener, conf=conf)
 
 
