@@ -16,8 +16,8 @@ import uuid as uuidlib
 from typing import TextIO
 
 from virtdriver import render
-from virtdriver.claims.documents import (
-    image_properties, instance_from_document)
+from virtdriver.claims.documents import instance_from_document
+from virtdriver.claims.image_traits import image_document
 from virtdriver.claims.model import Instance
 from virtdriver.claims.rebuild import (
     providers_from_tree_json, rebuild_conflicts)
@@ -64,10 +64,16 @@ def run_claims_command(args: argparse.Namespace, conf,
 def _rebuild_check(args: argparse.Namespace, driver: ComputeDriver, conf,
                    out: TextIO) -> int:
     instance = _instance(args.instance)
-    new_image = image_properties(
+    image = image_document(
         load_data_file(args.image, "image", CommandError), args.image)
+    new_image = dict(image.properties)
     answer = None
     if args.placement_url:
+        if image.disk_format is not None:
+            raise CommandError(
+                f"{args.image}: disk_format is not checked against "
+                "Placement yet; leave it out of IMAGE.json for "
+                "--placement-url, or use --providers")
         # Imported here: the Placement client pulls in keystoneauth1.
         from virtdriver.placement.client import PlacementClient
         from virtdriver.placement.rebuild_source import (
@@ -82,7 +88,8 @@ def _rebuild_check(args: argparse.Namespace, driver: ComputeDriver, conf,
         else:
             providers = providers_from_tree_json(
                 _host_tree(driver, args.driver, conf).to_json())
-        conflicts = rebuild_conflicts(instance, new_image, providers)
+        conflicts = rebuild_conflicts(instance, new_image, providers,
+                                      disk_format=image.disk_format)
     out.write(render.render_rebuild(instance.uuid, conflicts, args.format,
                                     answer))
     return EXIT_REFUSED if conflicts else 0

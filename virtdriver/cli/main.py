@@ -69,6 +69,9 @@ def run(args: argparse.Namespace, opener: Opener | None) -> int:
         from virtdriver.cli.config import run_config
         return (run_config(args) if args.command == "config"
                 else run_completion(args, build_parser()))
+    if args.command == "image-traits":  # no host, no config
+        from virtdriver.cli.image import run_image_traits
+        return run_image_traits(args)
     from virtdriver.cli.checks import check_options
     from virtdriver.cli.state import configured_state_dir
     from virtdriver.conf import apply_overrides, make_conf, trait_config
@@ -122,8 +125,8 @@ def replaying(snapshot: str) -> Iterator[tuple[str, str, ModuleType]]:
 def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
                      opener: Opener | None, *,
                      uri_reason: str | None = None) -> int:
-    """``report``, ``sync``, the claims commands, ``explain``, ``host``
-    or ``snapshot`` on one host."""
+    """``report``, ``sync``, the claims commands, ``image-check``,
+    ``explain``, ``host`` or ``snapshot`` on one host."""
     if args.command == "report":
         from virtdriver.cli.report import run_report
         return run_report(args, conf, uri_reason=uri_reason)
@@ -139,6 +142,9 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
     if args.command in CLAIMS_COMMANDS:
         from virtdriver.cli.claims import run_claims_command
         return run_claims_command(args, conf)
+    if args.command == "image-check":
+        from virtdriver.cli.image import run_image_check
+        return run_image_check(args, conf, config, opener=opener)
     if opener is None:
         from virtdriver.drivers.libvirt.connection import open_connection
         opener = open_connection

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 
 from virtdriver.capabilities.traits.config import CPU_MODES
-from virtdriver.conf import parse_machine_types
-from virtdriver.conf.options import VIRT_TYPES
+from virtdriver.conf.defaults import VIRT_TYPES
+from virtdriver.conf.guest import parse_machine_types
 from virtdriver.drivers.libvirt.cpu_map_loader import DEFAULT_CPU_MAP_DIR
 
 DEBUG_HELP = "on an error, show the traceback too"
@@ -227,7 +227,8 @@ def _add_claims(commands) -> None:
                     "input.")
     rebuild.add_argument("--instance", required=True, metavar="INSTANCE.json")
     rebuild.add_argument("--image", required=True, metavar="IMAGE.json",
-                         help="the new image: {\"properties\": {...}}")
+                         help="the new image: {\"properties\": {...}} "
+                              "(and \"disk_format\", optional)")
     source = rebuild.add_mutually_exclusive_group()
     source.add_argument("--providers", metavar="TREE.json",
                         help="the provider tree (`virtdriver report "
@@ -240,6 +241,48 @@ def _add_claims(commands) -> None:
                              "agrees")
     _add_driver_selection(rebuild)
     rebuild.set_defaults(format="json")
+
+
+def _add_image(commands) -> None:
+    image_help = ("the image: {\"disk_format\": \"qcow2\", "
+                  "\"properties\": {...}} (disk_format optional)")
+    traits_cmd = commands.add_parser(
+        "image-traits", help="the traits an image requires and forbids",
+        description="The traits IMAGE.json's properties and disk format "
+                    "imply (hw_disk_bus=scsi → COMPUTE_STORAGE_BUS_SCSI, "
+                    "…; docs/claims.md) and its trait: properties, each "
+                    "with the property behind it, and the query Placement "
+                    "accepts (required=A,B,!C).  Exit 0, 2 unusable "
+                    "input (a value no trait expresses).")
+    _add_debug(traits_cmd)
+    traits_cmd.add_argument("--image", required=True, metavar="IMAGE.json",
+                            help=image_help)
+    traits_cmd.add_argument("--format", choices=("text", "json"),
+                            default="text",
+                            help="output format (default: text)")
+    check_cmd = commands.add_parser(
+        "image-check", help="could an instance of this image boot here?",
+        description="Each trait IMAGE.json implies (as image-traits), "
+                    "whether the host has it and the host's evidence: "
+                    "explain's for this host or --snapshot, the listing "
+                    "for --providers or --placement-url (the compute "
+                    "node, the tree's root).  Exit 0 yes, 1 no, 2 "
+                    "unusable input, 3 libvirt or Placement unreachable.")
+    check_cmd.add_argument("--image", required=True, metavar="IMAGE.json",
+                           help=image_help)
+    check_cmd.add_argument("--providers", metavar="TREE.json",
+                           help="check the root of this provider tree "
+                                "(`virtdriver report --format json`) "
+                                "instead of this host")
+    check_cmd.add_argument("--placement-url", metavar="URL",
+                           help="check --provider in this Placement "
+                                "(noauth2) instead of this host")
+    check_cmd.add_argument("--provider", metavar="UUID",
+                           help="the compute node of --providers (needed "
+                                "when the tree has several roots) or of "
+                                "--placement-url (its root is checked)")
+    _add_host_options(check_cmd)
+    _add_cpu_map(check_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -304,6 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report(commands)
     _add_sync(commands)
     _add_claims(commands)
+    _add_image(commands)
     agent_cmd = commands.add_parser(
         "agent", help="sync every --interval seconds, as a compute service",
         description="Update and sync (as `virtdriver sync`) every "
