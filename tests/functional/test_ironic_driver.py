@@ -17,7 +17,7 @@ import pytest
 
 from virtdriver.capabilities.traits.capability_flags import CAPABILITY_TRAITS
 from virtdriver.conf import make_conf
-from virtdriver.drivers import ironic
+from virtdriver.drivers import ironic, ironic_inventory
 from virtdriver.drivers.base import DriverError, NodeNotFoundError
 from virtdriver.drivers.ironic import (
     IRONIC_CAPABILITIES, InventoryReadError, IronicDriver)
@@ -309,7 +309,39 @@ def test_the_file_is_parsed_once_per_change_not_once_per_node(
     update_all(driver, tree)
     assert len(reads) == 2
     driver.get_available_nodes(refresh=True)
-    assert len(reads) == 3  # refresh re-reads unconditionally
+    assert len(reads) == 2  # refresh re-parses only a changed file
+    write(inventory, node(traits=["CUSTOM_GPU"]), node(SILVER))
+    driver.get_available_nodes(refresh=True)
+    assert len(reads) == 3
+
+
+def test_refresh_sees_a_rewrite_that_keeps_size_and_times(
+        driver, inventory, monkeypatch) -> None:
+    """An edit in place within one timestamp tick of the read keeps the
+    whole stat signature (simulated here: the watch's stat answers the
+    old one); refresh compares the content while the change is recent."""
+    watch = driver._watch
+    same = watch.stat()
+    monkeypatch.setattr(watch, "stat", lambda: same)
+    inventory.write_text(inventory.read_text().replace("rack1-u07",
+                                                       "rack1-u09"))
+    assert driver.node_capabilities(GOLD).facts["name"] == "rack1-u07"
+    driver.get_available_nodes(refresh=True)
+    assert driver.node_capabilities(GOLD).facts["name"] == "rack1-u09"
+
+
+def test_refresh_of_an_old_unchanged_file_reads_nothing(
+        driver, inventory, monkeypatch) -> None:
+    opened = []
+    real_open = open
+    monkeypatch.setattr(ironic_inventory, "RACY_NS", -10**18)
+    monkeypatch.setattr("builtins.open", lambda *a, **k: opened.append(a[0])
+                        or real_open(*a, **k))
+    driver.get_available_nodes(refresh=True)   # verifies once: now trusted
+    assert opened == [str(inventory)]
+    driver.get_available_nodes(refresh=True)
+    driver.node_capabilities(GOLD)
+    assert opened == [str(inventory)]
 
 
 def test_a_removed_node_is_dropped_and_its_provider_left_to_the_tracker(

@@ -232,6 +232,29 @@ class ComputeDriver(abc.ABC):
         """
         return self.ownership
 
+    def node_stamp(self, nodename: str) -> object | None:
+        """A value that changes whenever anything the driver would write
+        or report for ``nodename`` changes — or ``None``: unknown.
+
+        The resource tracker's fast path (``docs/resource-tracker.md``):
+        when a node's stamp compares equal (``==``) to the one it had when
+        the tracker last left the node, and the node's providers, ledger
+        entries and provider config are as the tracker left them too,
+        ``update_all`` skips the node — no ``update_provider_tree``, no
+        ``node_capabilities``.  So equal stamps promise that both calls,
+        and :meth:`ownership_for`, would give what they gave then: same
+        inventories, traits, report, ownership, children; and that
+        ``update_provider_tree`` run again on the tree it left changes
+        nothing.  Read the source cheaply (a ``stat``, a version counter)
+        — the call is made for every node in every cycle.
+
+        The default is ``None`` for every node: always the full update.
+        Return ``None`` whenever unsure (the node is unknown, the source
+        cannot be read); a subclass that changes what another driver's
+        ``update_provider_tree`` writes must override this too.
+        """
+        return None
+
     def node_resources(self, nodename: str) -> HostResources | None:
         """What ``nodename``'s NUMA cells offer guests (CPUs dedicated and
         shared, siblings, memory, pages), for instance claims; ``None``

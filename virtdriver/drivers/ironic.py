@@ -54,7 +54,7 @@ from virtdriver.drivers.base import (
     ComputeDriver, DriverError, NodeCapabilities, NodeNotFoundError,
     ProviderTreeLike)
 from virtdriver.drivers.ironic_inventory import (
-    BareMetalNode, InventoryError, load_inventory)
+    BareMetalNode, FileWatch, InventoryError, load_inventory)
 from virtdriver.drivers.undo import UndoLog
 
 #: What bare metal can do, as Nova's ironic driver declares it.  Every
@@ -105,9 +105,7 @@ IRONIC_CAPABILITIES: Mapping[str, bool] = MappingProxyType({
 CAPABILITY_TRAITS = capability_flags.FAMILY.traits
 #: The family name inspection-data traits are reported under.
 FAMILY = "node inspection"
-
-_Signature = tuple[int, int, int, int, int]
-
+_NONE: frozenset[str] = frozenset()
 
 class InventoryReadError(DriverError):
     """The node inventory file could not be read, or is not valid.
@@ -136,7 +134,6 @@ class _Inventory:
     by_uuid: Mapping[str, BareMetalNode]
     by_name: Mapping[str, str]
     nodenames: tuple[str, ...]
-    signature: _Signature | None
 
 
 class IronicDriver(ComputeDriver):
@@ -165,8 +162,10 @@ class IronicDriver(ComputeDriver):
         self._capability_results = _capability_results(
             _image_type_exclude_list(conf))
         self._lock = threading.RLock()
+        self._watch = FileWatch(self._path)
         self._inventory: _Inventory | None = None
-        self._failed: tuple[_Signature, str] | None = None
+        # Why the last read failed (the file as the watch last saw it).
+        self._failed: str | None = None
         # node uuid -> inspection traits this driver asserted last update;
         # changed only undoably (self._undo), see begin_update().
         self._set_before: dict[str, frozenset[str]] = {}
@@ -174,6 +173,9 @@ class IronicDriver(ComputeDriver):
         # (inventory, memory version) -> the union ownership, computed once.
         self._memory_version = 0
         self._union: tuple[object, int, Ownership] | None = None
+        # (node, stale, (ownership, report)) of the node last asked about.
+        self._last: tuple[BareMetalNode, frozenset[str],
+                          tuple[Ownership, TraitReport]] | None = None
 
     # --- the contract ----------------------------------------------------
 
@@ -211,8 +213,30 @@ class IronicDriver(ComputeDriver):
         """
         with self._lock:
             node = self._node(nodename)
-            return Ownership(CAPABILITY_TRAITS | node.managed_traits
-                             | self._set_before.get(node.uuid, frozenset()))
+            return self._derived(node, self._stale(node))[0]
+
+    def node_stamp(self, nodename: str) -> object | None:
+        """What the driver writes and reports for ``nodename``, as one
+        value (:meth:`ComputeDriver.node_stamp`): the node's record in the
+        inventory (the same object until the file changes, then compared
+        by value) and the traits it set before that the inspection data
+        no longer names (removed at the node's next update).
+
+        No I/O: the inventory as last read.  The tracker's cycle begins
+        with ``get_available_nodes(refresh=True)``, which reads the file
+        if it changed; a change after that is seen by the next cycle.
+        ``None`` — do the full update, which says what is wrong — when
+        the node is unknown or the last read of the file failed.
+        """
+        with self._lock:
+            inventory = self._inventory
+            node = inventory.by_uuid.get(nodename) if inventory else None
+            if node is None or self._failed is not None:
+                return None
+            before = self._set_before.get(nodename)
+            if before is None or before <= node.managed_traits:
+                return (node, _NONE)
+            return (node, before - node.managed_traits)
 
     def begin_update(self) -> int:
         """Open a transaction over what the driver remembers it set."""
@@ -268,7 +292,7 @@ class IronicDriver(ComputeDriver):
         with self._lock:
             self._refresh(force=False)
             node = self._node(nodename)
-            report = self._report(node)
+            report = self._derived(node, self._stale(node))[1]
         facts = {
             "uuid": node.uuid, "name": node.name,
             "resource_class": node.resource_class,
@@ -298,7 +322,7 @@ class IronicDriver(ComputeDriver):
         with self._lock:
             self._refresh(force=False)
             node = self._node(nodename)
-            report = self._report(node)
+            report = self._derived(node, self._stale(node))[1]
             if not tree.exists(node.uuid):
                 tree.new_root(node.uuid, node.uuid)
             tree.update_inventory(node.uuid, node_inventory(node))
@@ -315,44 +339,43 @@ class IronicDriver(ComputeDriver):
         return self._inventory
 
     def _refresh(self, force: bool) -> None:
-        """Re-read the file if forced or if it changed since the last read.
+        """Re-read the file if it changed since the last read.
 
-        A read that failed is not retried until the file changes again, so
+        One ``stat`` decides; ``force`` (``get_available_nodes(refresh=
+        True)``) also compares the content's digest while the last change
+        is too recent for the stat to be trusted (:class:`FileWatch`).  A
+        read that failed is not retried until the file changes again, so
         a broken file costs one stat per call, not one parse.
         """
-        if not force:
+        if not force and self._inventory is None:
             self._current()
         try:
-            stat = self._path.stat()
+            signature = self._watch.stat()
         except OSError as exc:
             raise InventoryReadError(
                 self._path, f"cannot read it: {exc.strerror}") from None
-        signature = (stat.st_dev, stat.st_ino, stat.st_size,
-                     stat.st_mtime_ns, stat.st_ctime_ns)
-        if not force:
-            if self._inventory and signature == self._inventory.signature:
-                return
-            if self._failed and signature == self._failed[0]:
-                raise InventoryReadError(self._path, self._failed[1])
+        if self._watch.unchanged(signature, verify=force):
+            if self._failed is not None:
+                raise InventoryReadError(self._path, self._failed)
+            return
+        self._watch.reading(signature)
         try:
             nodes = load_inventory(self._path)
             _check_no_capability_traits(nodes, self._path)
         except InventoryError as exc:
-            reason = str(exc).removeprefix(f"{self._path}: ")
-            self._failed = (signature, reason)
-            raise InventoryReadError(self._path, reason) from None
+            self._failed = str(exc).removeprefix(f"{self._path}: ")
+            raise InventoryReadError(self._path, self._failed) from None
         self._failed = None
-        self._install(nodes, signature)
+        self._install(nodes)
 
-    def _install(self, nodes: Iterable[BareMetalNode],
-                 signature: _Signature) -> None:
+    def _install(self, nodes: Iterable[BareMetalNode]) -> None:
         by_uuid = {node.uuid: node for node in nodes}
         by_name = {node.name: node.uuid for node in by_uuid.values()}
         for uuid in [u for u in self._set_before if u not in by_uuid]:
             self._set_memory(uuid, frozenset())
         self._inventory = _Inventory(
             MappingProxyType(by_uuid), MappingProxyType(by_name),
-            tuple(sorted(by_uuid)), signature)
+            tuple(sorted(by_uuid)))
 
     # --- per node ----------------------------------------------------------
 
@@ -366,7 +389,29 @@ class IronicDriver(ComputeDriver):
             raise NodeNotFoundError(nodename, inventory.nodenames)
         return node
 
-    def _report(self, node: BareMetalNode) -> TraitReport:
+    def _stale(self, node: BareMetalNode) -> frozenset[str]:
+        """Traits the driver set on ``node`` that its inspection data no
+        longer names."""
+        before = self._set_before.get(node.uuid)
+        if before is None or before <= node.managed_traits:
+            return _NONE
+        return before - node.managed_traits
+
+    def _derived(self, node: BareMetalNode, stale: frozenset[str]
+                 ) -> tuple[Ownership, TraitReport]:
+        """The node's ownership and trait report, built once for the
+        tracker's several calls about one node (a one-entry cache: both
+        follow from ``node`` and ``stale`` alone)."""
+        cached = self._last
+        if cached is not None and cached[0] is node and cached[1] == stale:
+            return cached[2]
+        derived = (Ownership(CAPABILITY_TRAITS | node.managed_traits
+                             | stale), self._report(node, stale))
+        self._last = (node, stale, derived)
+        return derived
+
+    def _report(self, node: BareMetalNode, stale: frozenset[str]
+                ) -> TraitReport:
         """Capability traits, then the node's inspection traits and any it
         set before that the inspection data no longer names."""
         who = (f"node {node.name} ({node.uuid})" if node.name != node.uuid
@@ -381,8 +426,6 @@ class IronicDriver(ComputeDriver):
             results[trait] = TraitResult(
                 trait, TraitState.UNASSERTED, FAMILY, (Evidence(
                     document, f"lists {trait} as removed", source=source),))
-        stale = self._set_before.get(node.uuid, frozenset()) \
-            - node.managed_traits
         for trait in stale:
             results[trait] = TraitResult(
                 trait, TraitState.UNASSERTED, FAMILY, (Evidence(

@@ -32,17 +32,20 @@ everything else on its provider belongs to someone else.
 from __future__ import annotations
 
 import difflib
+import hashlib
+import os
 import pathlib
+import time
 import uuid as uuidlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 import os_resource_classes
 
 from virtdriver.drivers.data_files import (
-    check_fields, check_trait_list, kind_of, load_data_file)
+    MAX_FILE_BYTES, check_fields, check_trait_list, kind_of, load_data_file)
 
 #: Provision states in which a node can take (or holds) an instance.
 USABLE_STATES = frozenset({"available", "active"})
@@ -70,7 +73,12 @@ class InventoryError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class BareMetalNode:
-    """One validated node."""
+    """One validated node.
+
+    ``placement_resource_class`` (``CUSTOM_<RESOURCE_CLASS>``, normalised
+    as Placement does) and ``managed_traits`` (the traits the driver owns
+    on this node: asserted or removed) are computed once, at construction.
+    """
 
     uuid: str
     name: str
@@ -80,22 +88,20 @@ class BareMetalNode:
     maintenance: bool
     asserted_traits: frozenset[str]
     removed_traits: frozenset[str]
+    placement_resource_class: str = field(init=False, compare=False)
+    managed_traits: frozenset[str] = field(init=False, compare=False)
 
-    @property
-    def placement_resource_class(self) -> str:
-        """``CUSTOM_<RESOURCE_CLASS>``, normalised as Placement does."""
-        return _resource_class(self.resource_class)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "placement_resource_class",
+                           _resource_class(self.resource_class))
+        object.__setattr__(self, "managed_traits",
+                           self.asserted_traits | self.removed_traits)
 
     @property
     def available(self) -> bool:
         """Usable: not in maintenance, and available or active."""
         return not self.maintenance and \
             self.provision_state in USABLE_STATES
-
-    @property
-    def managed_traits(self) -> frozenset[str]:
-        """Traits the driver owns on this node (asserted or removed)."""
-        return self.asserted_traits | self.removed_traits
 
 
 def _resource_class(name: str) -> str:
@@ -142,6 +148,75 @@ def load_inventory(path: str | pathlib.Path) -> tuple[BareMetalNode, ...]:
     """
     data = load_data_file(path, "node inventory", InventoryError)
     return parse_inventory(data, str(path))
+
+
+#: ``(device, inode, size, mtime, ctime)`` of a file, nanoseconds.
+Signature = tuple[int, int, int, int, int]
+#: How long after a file's last change (its ``ctime``, which no one can
+#: set back) a matching signature is not trusted alone: a write in place
+#: within one timestamp tick of a read keeps size and times (the "racy
+#: clean" problem git knows).  Two seconds cover coarse clocks and FAT.
+RACY_NS = 2_000_000_000
+
+
+class FileWatch:
+    """Whether a file still holds what was last read from it, cheaply.
+
+    :meth:`reading` records, before a parse, the file's signature and a
+    digest of its bytes.  :meth:`unchanged` compares a later signature:
+    a different one means changed; the same one means unchanged, except
+    while the file's ``ctime`` was within :data:`RACY_NS` of that read,
+    when ``verify=True`` also compares the digest (one read, no parse).
+    """
+
+    def __init__(self, path: pathlib.Path) -> None:
+        self.path = path
+        self._name = os.fspath(path)
+        self._signature: Signature | None = None
+        self._digest: bytes | None = None
+        self._racy = True
+
+    def stat(self) -> Signature:
+        """The file's signature now.
+
+        Raises:
+            OSError: it cannot be stat'ed.
+        """
+        info = os.stat(self._name)
+        return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns,
+                info.st_ctime_ns)
+
+    def unchanged(self, signature: Signature, *, verify: bool) -> bool:
+        """Whether the file (now ``signature``) holds what was last read."""
+        if signature != self._signature:
+            return False
+        if not (verify and self._racy):
+            return True
+        start = time.time_ns()
+        digest = self._read_digest()
+        if digest is None or digest != self._digest:
+            return False
+        self._racy = signature[4] + RACY_NS > start
+        return True
+
+    def reading(self, signature: Signature) -> None:
+        """Record that the file, ``signature`` just before, is being read
+        now (call before parsing it: content it gets after this digest is
+        caught by the next :meth:`unchanged`)."""
+        start = time.time_ns()
+        self._signature = signature
+        self._digest = self._read_digest()
+        self._racy = (self._digest is None
+                      or signature[4] + RACY_NS > start)
+
+    def _read_digest(self) -> bytes | None:
+        try:
+            with open(self._name, "rb") as stream:
+                # No more than a parse would read (a bigger file fails it).
+                data = stream.read(MAX_FILE_BYTES + 1)
+        except OSError:
+            return None  # the parse says why; a None digest never matches
+        return hashlib.sha256(data).digest()
 
 
 def _node(raw: Any, where: str) -> BareMetalNode:

@@ -92,13 +92,22 @@ class Ledger(Mapping[str, frozenset[str]]):
     def __repr__(self) -> str:
         return f"Ledger({dict(self._entries)!r})"
 
+    def entry(self, uuid: str) -> frozenset[str] | None:
+        """The traits recorded for ``uuid``, ``None`` if it is not listed
+        (the cheap exact lookup the tracker's fast path compares)."""
+        return self._entries.get(uuid)
+
     def traits(self, uuid: str) -> frozenset[str]:
         """The traits recorded for ``uuid`` (empty if none)."""
         return self._entries.get(uuid, frozenset())
 
     def updated(self, changes: Mapping[str, frozenset[str] | None]
                 ) -> Ledger:
-        """A new ledger with ``changes`` applied (``None`` forgets)."""
+        """A new ledger with ``changes`` applied (``None`` forgets); this
+        one when they change nothing (so saving it writes nothing)."""
+        if all(self._entries.get(uuid) == traits
+               for uuid, traits in changes.items()):
+            return self
         entries = dict(self._entries)
         for uuid, traits in changes.items():
             if traits is None:

@@ -23,6 +23,8 @@ from virtdriver.provider_config import (
 from virtdriver.resource_tracker.provider_tree import ProviderTree
 
 LOG = logging.getLogger("virtdriver.resource_tracker.tracker")
+#: :meth:`ProviderConfigStep.token` when no directory is configured.
+NO_FILES = object()
 
 
 class ProviderConfigStep:
@@ -79,20 +81,34 @@ class ProviderConfigStep:
         if self.enabled:
             self.file.save(record)
 
+    def token(self) -> object | None:
+        """What the files are now, as one value the tracker's fast path
+        compares by identity: the loaded configuration (the same object
+        until the directory changes), :data:`NO_FILES` when no directory
+        is configured, ``None`` — never skip a node — when the files
+        cannot be applied."""
+        if self.location is None:
+            return NO_FILES
+        return self._load()
+
     def apply(self, tree: ProviderTree, root_uuid: str, scope: list[str],
-              owned: Ownership, record: AppliedRecord) -> AppliedRecord:
+              owned: Ownership, record: AppliedRecord
+              ) -> tuple[AppliedRecord, bool]:
         """Apply the files to the node ``root_uuid`` (its providers
-        ``scope``); return the record after it."""
+        ``scope``); return the record after it, and whether the files
+        left the node alone: nothing changed or logged, no problem."""
         config = self._load()
         if config is None:
-            return record
+            return record, self.location is None
         try:
-            done = plan(config, tree.snapshot(), record, ownership=owned,
+            # The live tree, not a snapshot: the caller holds its lock,
+            # and a snapshot would make the next write copy the index.
+            done = plan(config, tree, record, ownership=owned,
                         owned_classes=reported_classes(tree, scope, record),
                         compute_nodes=[root_uuid], scope=scope)
         except ProviderConfigError as exc:
             self._refuse(str(exc))
-            return record
+            return record, False
         apply_plan(tree, done)
         for uuid in scope:
             gone = (set(record.provider(uuid).traits)
@@ -103,7 +119,10 @@ class ProviderConfigStep:
             LOG.info("provider config: %s", line)
         for line in done.kept:
             LOG.info("provider config: %s", line)
-        return done.record
+        quiet = done.empty and not done.kept and all(
+            done.record.provider(uuid) == record.provider(uuid)
+            for uuid in scope)
+        return done.record, quiet
 
     def _load(self) -> ProviderConfig | None:
         if self.location is None:

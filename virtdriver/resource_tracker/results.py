@@ -101,9 +101,13 @@ _NOTES = (
 )
 
 
-def log_settlement(record: ProviderData, done: Settlement) -> None:
-    """Log each of :data:`_NOTES` that applies to ``done``."""
+def log_settlement(record: ProviderData, done: Settlement) -> bool:
+    """Log each of :data:`_NOTES` that applies to ``done``; return
+    whether any did."""
+    logged = False
     for name, level, message in _NOTES:
         traits = getattr(done, name)
         if traits:
             LOG.log(level, message, record.label, ", ".join(sorted(traits)))
+            logged = True
+    return logged

@@ -159,7 +159,8 @@ class CachedFile(Generic[T]):
     def save(self, value: T) -> None:
         """Write ``value`` if it differs from the file's (or there is no
         file yet); the file kind's error if it cannot be written."""
-        if value != self.value or signature(self.path) is None:
+        if ((value is not self.value and value != self.value)
+                or signature(self.path) is None):
             value.save(self.path)
             self._signature = signature(self.path)
         self.value = value

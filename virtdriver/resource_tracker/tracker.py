@@ -46,7 +46,9 @@ from virtdriver.resource_tracker.ledger import Ledger, LedgerFile
 from virtdriver.resource_tracker.provider import ProviderData
 from virtdriver.resource_tracker.provider_config_step import (
     ProviderConfigStep)
-from virtdriver.resource_tracker.provider_tree import ProviderTree
+from virtdriver.resource_tracker import fast_path
+from virtdriver.resource_tracker.fast_path import Marks, NodeMark
+from virtdriver.resource_tracker.provider_tree import ProviderTree, Savepoint
 from virtdriver.resource_tracker.reconcile import Drift, settle
 from virtdriver.resource_tracker.results import (
     Records, UpdateAllError, UpdateResult, log_settlement, records)
@@ -116,6 +118,8 @@ class ResourceTracker:
         # Uuids of providers this driver created or updated as its nodes'
         # in this process: proof of ownership no file edit can forge.
         self._managed: set[str] = set()
+        # Nodes update_all may skip while their inputs stay as they were.
+        self._marks = Marks()
         with self._state_lock():
             self._ledger_file.read()
 
@@ -147,8 +151,9 @@ class ResourceTracker:
             token = self.driver.begin_update()
             changes: dict[str, frozenset[str] | None] = {}
             try:
-                result, managed = self._update_node(nodename, ledger,
-                                                    changes, applied)
+                with self.tree.savepoint() as savepoint:
+                    result, managed, _ = self._update_node(
+                        nodename, ledger, changes, applied, savepoint)
                 self.provider_config.save_record(applied[0])
                 self._ledger_file.save(ledger.updated(changes))
             except BaseException:
@@ -183,26 +188,25 @@ class ResourceTracker:
             outer = self.driver.begin_update()
             changes: dict[str, frozenset[str] | None] = {}
             managed: set[str] = set()
+            marks: dict[str, NodeMark] = {}
             try:
                 nodes = self.driver.get_available_nodes(refresh=True)
+                config = self.provider_config.token()
+                left = self._marks.current(self.tree)
+                enabled = self.provider_config.enabled
+                unchanged = fast_path.unchanged
                 for nodename in nodes:
-                    before = self.tree.snapshot()
-                    inner = self.driver.begin_update()
-                    node_changes: dict[str, frozenset[str] | None] = {}
-                    node_applied = list(applied)
-                    try:
-                        results[nodename], ours = self._update_node(
-                            nodename, ledger, node_changes, node_applied)
-                    except Exception as exc:  # one node must not stop all
-                        self.tree.restore(before)
-                        self.driver.rollback_update(inner)
-                        LOG.warning("node %s not updated: %s", nodename, exc)
-                        errors[nodename] = exc
-                    else:
-                        self.driver.commit_update(inner)
-                        changes.update(node_changes)
-                        managed.update(ours)
-                        applied = node_applied
+                    found = left.get(nodename)
+                    if found is not None and unchanged(
+                            found, nodename, self.driver, self.tree, ledger,
+                            applied[0] if enabled else None, config):
+                        results[nodename] = found.result
+                        managed.update(found.ours)
+                        marks[nodename] = found
+                        continue
+                    self._cycle_node(nodename, ledger, applied, config,
+                                     results, errors, changes, managed,
+                                     marks)
                 results.update(self._remove_gone(
                     set(nodes), ledger, managed, changes))
                 self.provider_config.save_record(applied[0].without(
@@ -217,9 +221,50 @@ class ResourceTracker:
             self._managed.update(managed)
             self._managed.difference_update(
                 uuid for uuid, traits in changes.items() if traits is None)
+            self._marks.replace(self.tree, marks)
         if errors:
             raise UpdateAllError(results, errors)
         return results
+
+    def _cycle_node(self, nodename: str, ledger: Ledger,
+                    applied: list[AppliedRecord], config: object,
+                    results: dict[str, UpdateResult],
+                    errors: dict[str, Exception],
+                    changes: dict[str, frozenset[str] | None],
+                    managed: set[str], marks: dict[str, NodeMark]) -> None:
+        """One node of :meth:`update_all` that the fast path did not skip:
+        updated inside a savepoint and a driver transaction of its own
+        (a failure is undone and recorded in ``errors``), then marked if
+        it ended in a fixed point (:mod:`.fast_path`)."""
+        record = applied[0] if self.provider_config.enabled else None
+        stamp = self.driver.node_stamp(nodename)
+        inner = self.driver.begin_update()
+        node_changes: dict[str, frozenset[str] | None] = {}
+        node_applied = list(applied)
+        savepoint = self.tree.savepoint()
+        try:
+            result, ours, quiet = self._update_node(
+                nodename, ledger, node_changes, node_applied, savepoint)
+        except Exception as exc:  # one node must not stop all
+            savepoint.rollback()
+            self.driver.rollback_update(inner)
+            LOG.warning("node %s not updated: %s", nodename, exc)
+            errors[nodename] = exc
+            return
+        savepoint.release()
+        self.driver.commit_update(inner)
+        results[nodename] = result
+        changes.update(node_changes)
+        managed.update(ours)
+        applied[0] = node_applied[0]
+        # A mark only after a fixed point (module doc of .fast_path).
+        if (quiet is not None and stamp is not None and not result.kept
+                and self.provider_config.token() is config
+                and self.driver.node_stamp(nodename) == stamp):
+            marks[nodename] = fast_path.mark(
+                nodename, stamp, self.tree, quiet, ours, ledger,
+                node_changes, node_applied[0] if record is not None
+                else None, config)
 
     # -- instance claims ------------------------------------------------------
 
@@ -287,16 +332,20 @@ class ResourceTracker:
 
     def _update_node(self, nodename: str, ledger: Ledger,
                      changes: dict[str, frozenset[str] | None],
-                     applied: list[AppliedRecord]
-                     ) -> tuple[UpdateResult, set[str]]:
+                     applied: list[AppliedRecord], savepoint: Savepoint
+                     ) -> tuple[UpdateResult, set[str], str | None]:
         """Run the driver, settle the node, apply the provider config
         files; record ledger changes and the applied record
         (``applied[0]``, replaced).
 
-        Returns the result and the uuids of the node's own providers.  The
-        caller holds the locks and undoes everything on error.
+        ``savepoint`` was taken just before: its ``before`` view is the
+        tree as the update found it.  Returns the result, the uuids of the
+        node's own providers, and the node's root uuid if the update was
+        quiet — nothing logged: no settlement note, no drift, the provider
+        config files changed nothing — else ``None``.  The caller holds
+        the locks and undoes everything on error.
         """
-        start = self.tree.snapshot()
+        start = savepoint.before
         owned = self.driver.ownership_for(nodename)
         self.driver.update_provider_tree(self.tree, nodename)
         root = self._root_name(nodename)
@@ -310,6 +359,7 @@ class ResourceTracker:
         root_uuid = after_uuids[0]
         removed_by, added_by = {}, {}
         ours: set[str] = set()
+        quiet = True
         for uuid in after_uuids:
             record = self.tree.data(uuid)
             existed = start.exists(uuid)
@@ -325,7 +375,8 @@ class ResourceTracker:
                 answered=answered)
             if done.traits != record.traits:
                 self.tree.update_traits(uuid, done.traits)
-            log_settlement(record, done)
+            if log_settlement(record, done):
+                quiet = False
             if mine:
                 ours.add(uuid)
                 removed_by[record.name] = done.removed_by_others
@@ -333,7 +384,7 @@ class ResourceTracker:
                 changes[uuid] = done.ledger
             elif uuid in ledger:
                 changes[uuid] = None
-        applied[0] = self.provider_config.apply(
+        applied[0], config_quiet = self.provider_config.apply(
             self.tree, root_uuid, after_uuids, owned, applied[0])
         for record in before:
             if not self.tree.exists(record.uuid):
@@ -344,7 +395,8 @@ class ResourceTracker:
                               Drift(removed_by, added_by))
         for line in result.drift.describe():
             LOG.warning("node %s: drift on owned traits: %s", nodename, line)
-        return result, ours
+        quiet = quiet and config_quiet and result.drift.empty
+        return result, ours, root_uuid if quiet else None
 
     def _root_name(self, nodename: str) -> str:
         """The node's root provider after the driver's update.
