@@ -74,17 +74,48 @@ def run(args: argparse.Namespace, opener: Opener | None) -> int:
         return run_image_traits(args)
     from virtdriver.cli.checks import check_options
     from virtdriver.cli.state import configured_state_dir
-    from virtdriver.conf import apply_overrides, make_conf, trait_config
+    from virtdriver.conf.guest import trait_config
 
     check_options(args)
-    conf = make_conf(config_files=args.config_file)
-    apply_overrides(conf, vars(args))
+    conf = command_conf(args)
     config = trait_config(conf)
     args.uri = args.uri or conf.libvirt.connection_uri or None
     with configured_state_dir(conf):
         if getattr(args, "snapshot", None):
             return replay_snapshot(args, conf, config)
         return run_host_command(args, conf, config, opener)
+
+
+#: Commands that read only virtdriver's own sections: given no config file
+#: and no option that sets one, they run on the default configuration
+#: (:class:`~virtdriver.conf.defaults.DefaultConf`), without importing
+#: oslo.config and keystoneauth1 (a third of a warm ``report``).
+DEFAULT_CONF_COMMANDS = ("report", "host", "explain", "snapshot")
+#: The drivers that read only those sections too (an out-of-tree driver
+#: is given a real ``ConfigOpts``: it may register its own options).
+IN_TREE_DRIVERS = ("libvirt", "fake")
+
+
+def command_conf(args: argparse.Namespace):
+    """The configuration the command reads: ``--config-file``'s files
+    with the command line's options over them (``make_conf`` and
+    ``apply_overrides``), or, when neither sets anything and the command
+    and driver read only virtdriver's sections, the same values without
+    oslo.config."""
+    from virtdriver.conf.overrides import COMMAND_LINE_OPTIONS
+
+    if (args.command in DEFAULT_CONF_COMMANDS
+            and not getattr(args, "config_file", None)
+            and getattr(args, "driver", "libvirt") in IN_TREE_DRIVERS
+            and all(getattr(args, dest, None) is None
+                    for dest in COMMAND_LINE_OPTIONS)):
+        from virtdriver.conf.defaults import DefaultConf
+        return DefaultConf()
+    from virtdriver.conf import apply_overrides, make_conf
+
+    conf = make_conf(config_files=args.config_file)
+    apply_overrides(conf, vars(args))
+    return conf
 
 
 def replay_snapshot(args: argparse.Namespace, conf, config: TraitConfig

@@ -16,18 +16,17 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-from oslo_config import cfg
-
 from virtdriver.cli.errors import CommandError
-from virtdriver.conf import state_dir_from
-from virtdriver.drivers.libvirt.connection import state_dir
+from virtdriver.conf.defaults import state_dir_from
+from virtdriver.state_dir import state_dir
 
 ENV_VAR = "VIRTDRIVER_STATE_DIR"
 
 
 @contextlib.contextmanager
-def configured_state_dir(conf: cfg.ConfigOpts) -> Iterator[None]:
-    """Make ``[virtdriver] state_dir``, when set, the state directory.
+def configured_state_dir(conf) -> Iterator[None]:
+    """Make ``[virtdriver] state_dir``, when set, the state directory
+    (``conf``: a ``ConfigOpts`` or the default configuration).
 
     Raises:
         CommandError: the configured directory cannot be created.

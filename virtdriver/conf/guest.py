@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-from oslo_config import cfg
+from typing import TYPE_CHECKING
 
 from virtdriver.capabilities.traits.config import TraitConfig
 from virtdriver.conf.reader import ConfigError, OptionReader, sources
+
+if TYPE_CHECKING:
+    from oslo_config import cfg
 
 
 def parse_machine_types(items: Iterable[str]) -> tuple[tuple[str, str], ...]:

@@ -22,22 +22,19 @@ from oslo_config import cfg
 
 from virtdriver.capabilities.traits.config import CPU_MODES
 from virtdriver.conf import placement
+# The defaults live beside the oslo-free default configuration; callers
+# have always found them here too.
+from virtdriver.conf.defaults import (
+    DEFAULT_CPU_ALLOCATION_RATIO,
+    DEFAULT_RAM_ALLOCATION_RATIO,
+    DEFAULT_RESERVED_HOST_MEMORY_MB,
+    PROVIDER_CONFIG_LOCATION,
+    VIRT_TYPES,
+    state_dir_from,  # noqa: F401 (re-exported)
+)
 from virtdriver.conf.files import (
     file_problems, known_options, unknown_options)
 from virtdriver.conf.reader import ConfigError
-
-#: Virt types ``[libvirt] virt_type`` accepts (Nova's, plus xen).
-VIRT_TYPES = ("kvm", "qemu", "lxc", "parallels", "xen")
-
-#: Reserved for the host when nothing is configured, as in Nova.
-DEFAULT_RESERVED_HOST_MEMORY_MB = 512
-#: Nova's initial_cpu_allocation_ratio (since 2023.1).
-DEFAULT_CPU_ALLOCATION_RATIO = 4.0
-#: Nova's initial_ram_allocation_ratio (since 2023.1).
-DEFAULT_RAM_ALLOCATION_RATIO = 1.0
-
-#: Where operators' provider config files live unless configured.
-PROVIDER_CONFIG_LOCATION = "/etc/virtdriver/provider_config/"
 
 COMPUTE_OPTS = [
     cfg.StrOpt(
@@ -191,11 +188,3 @@ def make_conf(args: Sequence[str] | None = None,
     if problems:  # each names its file
         raise ConfigError(problems)
     return conf
-
-
-def state_dir_from(conf: cfg.ConfigOpts) -> str | None:
-    """``[virtdriver] state_dir`` as configured, or ``None`` when unset or
-    blank (then ``$VIRTDRIVER_STATE_DIR``, else the default, applies; see
-    :func:`virtdriver.drivers.libvirt.connection.state_dir`)."""
-    value = conf.virtdriver.state_dir
-    return value if value and value.strip() else None

@@ -11,11 +11,12 @@ the merged configuration, in :func:`~virtdriver.conf.trait_config` and
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from oslo_config import cfg
+from typing import TYPE_CHECKING, Any
 
 from virtdriver.conf.reader import DOCS, ConfigError, option_name
+
+if TYPE_CHECKING:
+    from oslo_config import cfg
 
 #: Command-line options that set a config option: the option's argparse
 #: ``dest`` (``virt_type`` for ``--virt-type``) -> (group, name).

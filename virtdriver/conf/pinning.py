@@ -12,16 +12,18 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from oslo_config import cfg
-
-from virtdriver.conf.options import (
+from virtdriver.conf.defaults import (
     DEFAULT_CPU_ALLOCATION_RATIO,
     DEFAULT_RAM_ALLOCATION_RATIO,
     DEFAULT_RESERVED_HOST_MEMORY_MB,
 )
 from virtdriver.conf.reader import ConfigError, OptionReader, sources
 from virtdriver.cpuset import parse_cpuset
+
+if TYPE_CHECKING:
+    from oslo_config import cfg
 
 OPTION_DEDICATED = "[compute] cpu_dedicated_set"
 OPTION_SHARED = "[compute] cpu_shared_set"

@@ -8,10 +8,12 @@ and the fix, and raises them together as one :class:`ConfigError`.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from oslo_config import cfg
+if TYPE_CHECKING:
+    from oslo_config import cfg
 
 T = TypeVar("T")
 
@@ -66,7 +68,7 @@ class OptionReader:
         option = option_name(group, name)
         try:
             value = self.conf[group][name]
-        except cfg.ConfigSourceValueError as exc:
+        except _source_value_errors() as exc:
             # oslo's own message names the file as a repr; the reason
             # behind it (the type's complaint) is the useful part.
             reason = exc.__context__ or exc
@@ -89,6 +91,14 @@ class OptionReader:
         """Raise :class:`ConfigError` if any problem was recorded."""
         if self.problems:
             raise ConfigError(self.problems, sources(self.conf))
+
+
+def _source_value_errors() -> tuple[type[Exception], ...]:
+    # oslo.config's bad-value error; only oslo raises it, so without oslo
+    # imported (the default configuration, virtdriver.conf.defaults)
+    # there is nothing to catch.
+    oslo = sys.modules.get("oslo_config.cfg")
+    return (oslo.ConfigSourceValueError,) if oslo is not None else ()
 
 
 def sources(conf: cfg.ConfigOpts) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ type with a one-line message naming the file.
 
 from __future__ import annotations
 
+import functools
 import json
 import pathlib
 import stat
@@ -19,7 +20,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import os_traits
-import yaml
 
 from virtdriver.capabilities.traits.names import invalid_reason
 
@@ -31,38 +31,50 @@ MAX_DEPTH = 64
 #: what each YAML alias stands for as a copy.
 MAX_VALUES = 1_000_000
 
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+@functools.cache
+def _unique_key_loader() -> type:
+    # Made on first use: YAML is imported only when a YAML file is read
+    # (a `virtdriver report` of a fake preset reads none).
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class _Loader(base):  # type: ignore[misc, valid-type]
+        """``safe_load`` (no Python objects) that refuses repeated keys."""
+
+        def construct_mapping(self, node, deep=False):
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue  # ``<<: *base``: later keys override, as meant
+                key = self.construct_object(key_node, deep=False)
+                try:
+                    earlier = seen.setdefault(key, key_node.start_mark)
+                except TypeError:
+                    continue  # unhashable: the base class says so
+                if earlier is not key_node.start_mark:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} appears twice (first at "
+                        f"line {earlier.line + 1}, column "
+                        f"{earlier.column + 1})", key_node.start_mark)
+            return super().construct_mapping(node, deep)
+
+    _Loader.__name__ = _Loader.__qualname__ = "UniqueKeyLoader"
+    return _Loader
 
 
-class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """``safe_load`` (no Python objects) that refuses repeated keys."""
-
-    def construct_mapping(self, node, deep=False):
-        seen: dict[Any, Any] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue  # ``<<: *base``: later keys override, as meant
-            key = self.construct_object(key_node, deep=False)
-            try:
-                earlier = seen.setdefault(key, key_node.start_mark)
-            except TypeError:
-                continue  # unhashable: the base class says so
-            if earlier is not key_node.start_mark:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} appears twice (first at line "
-                    f"{earlier.line + 1}, column {earlier.column + 1})",
-                    key_node.start_mark)
-        return super().construct_mapping(node, deep)
-
-
-#: The YAML loader data files are read with; subclass it to pass as
-#: ``load_data_file(..., yaml_loader=)`` (e.g. one recording line numbers).
-UniqueKeyLoader = _Loader
+def __getattr__(name: str) -> Any:
+    # UniqueKeyLoader: the YAML loader data files are read with; subclass
+    # it to pass as ``load_data_file(..., yaml_loader=)`` (e.g. one
+    # recording line numbers).  Made when first named.
+    if name == "UniqueKeyLoader":
+        return _unique_key_loader()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_data_file(path: str | pathlib.Path, what: str,
                    error: type[Exception], *,
-                   yaml_loader: type[UniqueKeyLoader] | None = None) -> Any:
+                   yaml_loader: type | None = None) -> Any:
     """The parsed content of ``path``: JSON for ``.json``, else YAML.
 
     YAML is read with a safe loader (no Python objects).  The limits in
@@ -91,9 +103,12 @@ def load_data_file(path: str | pathlib.Path, what: str,
     text = text.removeprefix("\ufeff")  # a byte order mark is no content
     is_json = path.suffix == ".json"
     kind = "JSON" if is_json else "YAML"
+    import yaml  # here, not at the top: see _unique_key_loader
+
     try:
         data = (json.loads(text, object_pairs_hook=_unique_pairs) if is_json
-                else yaml.load(text, Loader=yaml_loader or _Loader))  # noqa: S506
+                else yaml.load(text, Loader=yaml_loader  # noqa: S506
+                               or _unique_key_loader()))
     except (ValueError, yaml.YAMLError) as exc:
         raise error(f"{path}: not valid {kind}: {_one_line(exc)}; fix the "
                     f"{what} there") from None
@@ -208,6 +223,8 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _one_line(exc: Exception) -> str:
+    import yaml
+
     if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark:
         mark = exc.problem_mark
         text = (f"line {mark.line + 1}, column {mark.column + 1}: "

@@ -15,9 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import Any
-
-from oslo_config import cfg
+from typing import TYPE_CHECKING, Any
 
 from virtdriver.capabilities.traits import (
     capability_flags, cpu_features, host_traits)
@@ -27,7 +25,6 @@ from virtdriver.capabilities.traits.model import (
     DerivationInputs, Evidence, TraitFamily, TraitResult, TraitState)
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.conf.guest import trait_config
-from virtdriver.conf.options import make_conf
 from virtdriver.conf.pinning import PinningConfig, pinning_config
 from virtdriver.conf.reader import ConfigError
 from virtdriver.drivers.base import (
@@ -38,6 +35,9 @@ from virtdriver.drivers.host_resources import (
     HostResourceError, HostResources, host_resources)
 from virtdriver.drivers.host_tree import publish_host
 from virtdriver.drivers.identity import root_uuid
+
+if TYPE_CHECKING:
+    from oslo_config import cfg
 
 #: The families a described host can answer (no domain capabilities).
 FAKE_FAMILIES = (*host_traits.FAMILIES, cpu_features.FAMILY,
@@ -93,6 +93,7 @@ class FakeDriver(ComputeDriver):
         except FakeHostError as exc:
             raise DriverError(f"fake host: {exc}") from exc
         if self._conf is None:
+            from virtdriver.conf.options import make_conf
             self._conf = make_conf()
         try:
             config = trait_config(self._conf)

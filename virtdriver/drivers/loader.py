@@ -154,10 +154,14 @@ def load_driver_class(name: str) -> type[ComputeDriver]:
             :class:`ComputeDriver` subclass, or several entry points
             share ``name`` (the message names each target).
     """
-    dists = _distributions()
+    dists: list[dict[tuple[str, str], tuple[str | None, str | None]]] = []
 
     def provider(target: str) -> str | None:
-        return _provider(dists.get((name, target)))
+        # Only an error names the provider: scanning every distribution's
+        # metadata for it costs more than loading the driver.
+        if not dists:
+            dists.append(_distributions())
+        return _provider(dists[0].get((name, target)))
 
     def on_failure(manager: object, ep: importlib.metadata.EntryPoint,
                    err: BaseException) -> None:

@@ -26,7 +26,6 @@ from virtdriver.provider_config.model import (
 from virtdriver.provider_config.record import (
     Applied, AppliedRecord, ProviderRecord, RecordError, RecordFile,
     record_path)
-from virtdriver.provider_config.schema import SCHEMA_VERSION, parse_file
 
 __all__ = [
     "DEFAULT_LOCATION", "EVERY_COMPUTE_NODE", "SCHEMA_VERSION", "Applied",
@@ -36,3 +35,11 @@ __all__ = [
     "check_ownership", "check_unique", "config_files", "directory_signature",
     "load_directory", "parse_file", "plan", "record_path",
     "reported_classes", "unmatched"]
+
+
+def __getattr__(name: str):
+    # The schema (and YAML with it) is imported when a file is read.
+    if name in ("SCHEMA_VERSION", "parse_file"):
+        from virtdriver.provider_config import schema
+        return getattr(schema, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,11 +13,10 @@ import os
 import pathlib
 from collections.abc import Iterable
 
-from virtdriver.conf.options import PROVIDER_CONFIG_LOCATION
+from virtdriver.conf.defaults import PROVIDER_CONFIG_LOCATION
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.provider_config.model import (
     ProviderConfig, ProviderConfigError, ProviderEntry)
-from virtdriver.provider_config.schema import parse_file
 from virtdriver.resource_tracker.state_file import Signature, signature
 
 #: File name endings read from the directory.
@@ -71,6 +70,8 @@ def load_directory(directory: pathlib.Path | str) -> ProviderConfig:
         warnings.append(f"{directory}: no such directory; no provider "
                         "config files")
     entries: list[ProviderEntry] = []
+    if files:  # the schema, and YAML with it, only for files to read
+        from virtdriver.provider_config.schema import parse_file
     for path in files:
         found, notes = parse_file(path)
         entries.extend(found)

@@ -10,17 +10,22 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from virtdriver.capabilities import DomainCapabilities, HostCapabilities
 from virtdriver.capabilities.traits.derive import TraitReport
-from virtdriver.claims.usage_json import fit_to_json, usage_to_json
 from virtdriver.cpuset import format_cpuset
-from virtdriver.drivers.libvirt.host import (
-    ONLINE_FROM_CAPABILITIES, HostReading, Unknown)
-from virtdriver.drivers.loader import DriverInfo
 from virtdriver.render.explain import (  # noqa: F401 (re-exported)
     render_explanation_table, render_explanations)
+
+if TYPE_CHECKING:
+    from virtdriver.drivers.libvirt.host import HostReading
+    from virtdriver.drivers.loader import DriverInfo
+
+#: ``online_cpus_source`` of a node whose online CPUs libvirt did not
+#: report (:data:`virtdriver.drivers.libvirt.host.ONLINE_FROM_CAPABILITIES`;
+#: not imported: a fake driver's report need not import libvirt).
+ONLINE_FROM_CAPABILITIES = "capabilities"
 
 
 def render_json(reading: HostReading, uri_reason: str,
@@ -36,6 +41,8 @@ def render_json(reading: HostReading, uri_reason: str,
         "hypervisor_version": reading.hypervisor_version,
         "host": dataclasses.asdict(reading.host),
     }
+    from virtdriver.drivers.libvirt.host import Unknown
+
     if isinstance(reading.domain, Unknown):
         data["domain"] = {"unknown": True,
                           **dataclasses.asdict(reading.domain)}
@@ -165,6 +172,8 @@ def _host_lines(host: HostCapabilities) -> list[str]:
 
 
 def _domain_lines(reading: HostReading) -> list[str]:
+    from virtdriver.drivers.libvirt.host import Unknown
+
     domain = reading.domain
     if isinstance(domain, Unknown):
         return [f"Domain capabilities (arch {reading.arch}, "
@@ -268,6 +277,7 @@ def render_tree(tree: Any, fmt: str,
 def render_fit(nodename: str, fit: Any, fmt: str) -> str:
     """One instance's claim: where each guest cell went, what it pinned."""
     if fmt == "json":
+        from virtdriver.claims.usage_json import fit_to_json
         return json.dumps({"node": nodename, "claim": fit_to_json(fit)},
                           indent=2) + "\n"
     lines = [f"claimed instance {fit.uuid} on node {nodename}"]
@@ -281,6 +291,7 @@ def render_claims(claims: Mapping[str, Any],
     """Every node's claims, per instance and cell, then the tree with what
     the claims use of each inventory."""
     if fmt == "json":
+        from virtdriver.claims.usage_json import usage_to_json
         return json.dumps({
             "nodes": {node: usage_to_json(usage)["instances"]
                       for node, usage in sorted(claims.items())},

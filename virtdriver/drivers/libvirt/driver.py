@@ -18,17 +18,15 @@ from __future__ import annotations
 import logging
 import shutil
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import libvirt
-from oslo_config import cfg
 
 from virtdriver.capabilities import CapabilityXMLError
 from virtdriver.capabilities.cpu_map import CPUModelCatalog
 from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.registry import LIBVIRT_OWNERSHIP
 from virtdriver.conf.guest import trait_config
-from virtdriver.conf.options import make_conf
 from virtdriver.conf.pinning import pinning_config
 from virtdriver.conf.reader import ConfigError
 from virtdriver.drivers.identity import root_uuid
@@ -45,6 +43,9 @@ from virtdriver.drivers.libvirt.host import (
     ONLINE_FROM_CAPABILITIES, ONLINE_FROM_CPU_MAP, HostReading, Unknown)
 from virtdriver.drivers.libvirt.session import LibvirtSession
 from virtdriver.drivers.libvirt.traits import trait_report
+
+if TYPE_CHECKING:
+    from oslo_config import cfg
 
 LOG = logging.getLogger(__name__)
 
@@ -100,7 +101,9 @@ class LibvirtDriver(ComputeDriver):
                 pinning options that do not fit this host.
         """
         try:
-            self._conf = self._conf or make_conf()
+            if self._conf is None:  # oslo.config only when needed
+                from virtdriver.conf.options import make_conf
+                self._conf = make_conf()
             config = trait_config(self._conf)
             pinning_config(self._conf)
         except (ConfigError, ValueError) as exc:
