@@ -3,6 +3,11 @@
 Every ``<enum>`` is read from the direct children of the element it
 describes, never by searching the whole document, so the ``usb`` of
 ``<redirdev><enum name='bus'>`` can never turn into a disk bus.
+
+Reading is eager (every value is checked here) and kept cheap: models are
+built by :func:`~.xmlsafe.frozen_builder` constructors, positionally, and
+what a document leaves out is a shared default instance (models are
+immutable).  See ``docs/capabilities.md``, performance.
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ from virtdriver.capabilities.domain import (
     DomainCapabilities, Features, HostModelCPU, LoaderCaps, NOT_REPORTED,
     OSCaps, SEVCaps, SGXCaps, SGXSection, Support)
 from virtdriver.capabilities.xmlsafe import (
-    DEFAULT_MAX_BYTES, ValueReader, parse_document, yes_no)
+    DEFAULT_MAX_BYTES, YES_NO, ValueReader, frozen_builder, parse_document,
+    yes_no)
 
 _DEVICE_TAGS = tuple(f.name for f in fields(Devices))
+_DEVICE_AT = {tag: at for at, tag in enumerate(_DEVICE_TAGS)}
 # Features read as plain Support, keyed by dataclass field, valued by tag.
 _SIMPLE_FEATURES = {
     "gic": "gic", "vmcoreinfo": "vmcoreinfo", "genid": "genid",
@@ -26,6 +33,31 @@ _SIMPLE_FEATURES = {
     "async_teardown": "async-teardown", "s390_pv": "s390-pv", "ps2": "ps2",
     "tdx": "tdx", "hyperv": "hyperv", "launch_security": "launchSecurity",
 }
+_FEATURE_FIELDS = tuple(f.name for f in fields(Features))
+# Position in Features of each simple feature's tag, and of sev and sgx.
+_FEATURE_AT = {_SIMPLE_FEATURES.get(name, name): at
+               for at, name in enumerate(_FEATURE_FIELDS)}
+_SEV_AT, _SGX_AT = _FEATURE_AT.pop("sev"), _FEATURE_AT.pop("sgx")
+
+_CPUCaps = frozen_builder(CPUCaps)
+_CPUModel = frozen_builder(CPUModel)
+_Custom = frozen_builder(CustomCPUModes)
+_Devices = frozen_builder(Devices)
+_DomainCaps = frozen_builder(DomainCapabilities)
+_Features = frozen_builder(Features)
+_HostModel = frozen_builder(HostModelCPU)
+_Loader = frozen_builder(LoaderCaps)
+_OSCaps = frozen_builder(OSCaps)
+_Policy = frozen_builder(CPUFeaturePolicy)
+_SEV = frozen_builder(SEVCaps)
+_SGX = frozen_builder(SGXCaps)
+_Section = frozen_builder(SGXSection)
+_Support = frozen_builder(Support)
+# What an absent element reads as (the dataclass defaults, shared).
+_NO_OS, _NO_LOADER, _NO_DEVICES, _NO_FEATURES = (
+    OSCaps(), LoaderCaps(), Devices(), Features())
+_NO_HOST_MODEL, _NO_CUSTOM, _NO_SEV, _NO_SGX = (
+    HostModelCPU(), CustomCPUModes(), SEVCaps(), SGXCaps())
 
 
 def parse_domain_capabilities(xml: str | bytes, source: str = "<string>", *,
@@ -65,7 +97,11 @@ def _support(el: etree._Element | None) -> Support:
         return NOT_REPORTED
     enums = [(enum.get("name", ""), _values(enum))
              for enum in el.iterchildren("enum")]
-    return Support(yes_no(el.get("supported")), tuple(enums))
+    supported = el.get("supported")
+    flag = YES_NO.get(supported)  # type: ignore[arg-type]
+    if flag is None and supported is not None:
+        flag = yes_no(supported)
+    return _Support(flag, tuple(enums))
 
 
 class _DomainReader(ValueReader):
@@ -73,20 +109,21 @@ class _DomainReader(ValueReader):
 
     def read(self, root: etree._Element) -> DomainCapabilities:
         top = _children(root)
-        return DomainCapabilities(
-            source=self.source,
-            path=self.text(top.get("path")) or None,
-            virt_type=self.text(top.get("domain")) or None,
-            machine=self.text(top.get("machine")) or None,
-            arch=self.text(top.get("arch")) or None,
-            vcpu_max=self._vcpu_max(top.get("vcpu")),
-            iothreads=(yes_no(top["iothreads"].get("supported"))
-                       if "iothreads" in top else None),
-            os=self._os(top.get("os")),
-            cpu=self._cpu(top.get("cpu")),
-            memory_backing=_support(top.get("memoryBacking")),
-            devices=self._devices(top.get("devices")),
-            features=self._features(top.get("features")),
+        text = self.text
+        iothreads = top.get("iothreads")
+        return _DomainCaps(
+            self.source,
+            text(top.get("path")) or None,
+            text(top.get("domain")) or None,
+            text(top.get("machine")) or None,
+            text(top.get("arch")) or None,
+            self._vcpu_max(top.get("vcpu")),
+            None if iothreads is None else yes_no(iothreads.get("supported")),
+            self._os(top.get("os")),
+            self._cpu(top.get("cpu")),
+            _support(top.get("memoryBacking")),
+            self._devices(top.get("devices")),
+            self._features(top.get("features")),
         )
 
     def _vcpu_max(self, vcpu: etree._Element | None) -> int | None:
@@ -94,113 +131,121 @@ class _DomainReader(ValueReader):
 
     def _os(self, os_el: etree._Element | None) -> OSCaps:
         if os_el is None:
-            return OSCaps()
+            return _NO_OS
         os_support = _support(os_el)
         kids = _children(os_el)
-        return OSCaps(
-            supported=os_support.supported,
-            firmware=os_support.values("firmware"),
-            firmware_features=_support(kids.get("firmwareFeatures")),
-            loader=self._loader(kids.get("loader")),
-        )
+        return _OSCaps(os_support.supported, os_support.values("firmware"),
+                       _support(kids.get("firmwareFeatures")),
+                       self._loader(kids.get("loader")))
 
     def _loader(self, loader: etree._Element | None) -> LoaderCaps:
         if loader is None:
-            return LoaderCaps()
+            return _NO_LOADER
         support = _support(loader)
-        return LoaderCaps(
-            supported=support.supported,
-            paths=_values(loader),
-            types=support.values("type"),
-            readonly=support.values("readonly"),
-            secure=support.values("secure"),
-        )
+        values = support.values
+        return _Loader(support.supported, _values(loader), values("type"),
+                       values("readonly"), values("secure"))
 
     def _cpu(self, cpu: etree._Element | None) -> CPUCaps:
         modes = {mode.get("name"): mode for mode in
                  (cpu.iterchildren("mode") if cpu is not None else ())}
-        return CPUCaps(
-            host_passthrough=_support(modes.get("host-passthrough")),
-            maximum=_support(modes.get("maximum")),
-            host_model=self._host_model(modes.get("host-model")),
-            custom=self._custom(modes.get("custom")),
-        )
+        return _CPUCaps(_support(modes.get("host-passthrough")),
+                        _support(modes.get("maximum")),
+                        self._host_model(modes.get("host-model")),
+                        self._custom(modes.get("custom")))
 
     def _host_model(self, mode: etree._Element | None) -> HostModelCPU:
         if mode is None:
-            return HostModelCPU()
-        kids = _children(mode)
-        model = kids.get("model")
-        return HostModelCPU(
-            supported=yes_no(mode.get("supported")),
-            model=self.text(model) or None,
-            fallback=None if model is None else model.get("fallback"),
-            vendor=self.text(kids.get("vendor")) or None,
-            features=tuple([
-                CPUFeaturePolicy(el.get("name", ""), el.get("policy", "require"))
-                for el in mode.iterchildren("feature")]),
-        )
+            return _NO_HOST_MODEL
+        model = vendor = None
+        features = []
+        for el in mode:
+            tag = el.tag
+            if tag == "feature":
+                get = el.get
+                features.append(_Policy(get("name", ""),
+                                        get("policy", "require")))
+            elif tag == "model":
+                if model is None:
+                    model = el
+            elif tag == "vendor" and vendor is None:
+                vendor = el
+        return _HostModel(
+            yes_no(mode.get("supported")), self.text(model) or None,
+            None if model is None else model.get("fallback"),
+            self.text(vendor) or None, tuple(features))
 
     def _custom(self, mode: etree._Element | None) -> CustomCPUModes:
         if mode is None:
-            return CustomCPUModes()
-        return CustomCPUModes(
-            supported=yes_no(mode.get("supported")),
-            models=tuple([
-                CPUModel((el.text or "").strip(), yes_no(el.get("usable")),
-                         el.get("vendor"), el.get("deprecated") == "yes",
-                         el.get("canonical"))
-                for el in mode.iterchildren("model")]),
-        )
+            return _NO_CUSTOM
+        models = []
+        for el in mode.iterchildren("model"):
+            # Once per named CPU model (140 in a q35 document).
+            get = el.get
+            usable = get("usable")
+            flag = YES_NO.get(usable)  # type: ignore[arg-type]
+            if flag is None and usable is not None:
+                flag = yes_no(usable)
+            text = el.text
+            models.append(_CPUModel(text.strip() if text else "", flag,
+                                    get("vendor"), get("deprecated") == "yes",
+                                    get("canonical")))
+        return _Custom(yes_no(mode.get("supported")), tuple(models))
 
     def _devices(self, devices: etree._Element | None) -> Devices:
-        found = _children(devices)
-        return Devices(**{tag: _support(found.get(tag))
-                          for tag in _DEVICE_TAGS})
+        if devices is None:
+            return _NO_DEVICES
+        args = [NOT_REPORTED] * len(_DEVICE_TAGS)
+        for tag, el in _children(devices).items():
+            at = _DEVICE_AT.get(tag)
+            if at is not None:
+                args[at] = _support(el)
+        return _Devices(*args)
 
     def _features(self, features: etree._Element | None) -> Features:
+        if features is None:
+            return _NO_FEATURES
         found = _children(features)
-        return Features(
-            sev=self._sev(found.get("sev")),
-            sgx=self._sgx(found.get("sgx")),
-            **{name: _support(found.get(tag))
-               for name, tag in _SIMPLE_FEATURES.items()})
+        args = [NOT_REPORTED] * len(_FEATURE_FIELDS)
+        for tag, el in found.items():
+            at = _FEATURE_AT.get(tag)
+            if at is not None:
+                args[at] = _support(el)
+        # sev before sgx: the order their values are checked in.
+        args[_SEV_AT] = self._sev(found.get("sev"))
+        args[_SGX_AT] = self._sgx(found.get("sgx"))
+        return _Features(*args)
 
     def _sev(self, sev: etree._Element | None) -> SEVCaps:
         if sev is None:
-            return SEVCaps()
+            return _NO_SEV
         kids = _children(sev)
-        return SEVCaps(
-            supported=yes_no(sev.get("supported")),
-            cbitpos=self.int_text(kids.get("cbitpos")),
-            reduced_phys_bits=self.int_text(kids.get("reducedPhysBits")),
-            max_guests=self.int_text(kids.get("maxGuests")),
-            max_es_guests=self.int_text(kids.get("maxESGuests")),
-        )
+        int_text = self.int_text
+        return _SEV(yes_no(sev.get("supported")),
+                    int_text(kids.get("cbitpos")),
+                    int_text(kids.get("reducedPhysBits")),
+                    int_text(kids.get("maxGuests")),
+                    int_text(kids.get("maxESGuests")))
 
     def _sgx(self, sgx: etree._Element | None) -> SGXCaps:
         if sgx is None:
-            return SGXCaps()
+            return _NO_SGX
         kids = _children(sgx)
         section_size = kids.get("section_size")
         size = self.int_text(section_size)
         sections = kids.get("sections")
-        return SGXCaps(
-            supported=yes_no(sgx.get("supported")),
-            flc=yes_no(self.text(kids.get("flc"))),
-            sgx1=yes_no(self.text(kids.get("sgx1"))),
-            sgx2=yes_no(self.text(kids.get("sgx2"))),
-            section_size_kib=(None if size is None
-                              else self.kib(section_size, size)),
-            sections=() if sections is None else tuple(
+        return _SGX(
+            yes_no(sgx.get("supported")),
+            yes_no(self.text(kids.get("flc"))),
+            yes_no(self.text(kids.get("sgx1"))),
+            yes_no(self.text(kids.get("sgx2"))),
+            None if size is None else self.kib(section_size, size),
+            () if sections is None else tuple([
                 self._sgx_section(el)
-                for el in sections.iterchildren("section")),
-        )
+                for el in sections.iterchildren("section")]))
 
     def _sgx_section(self, el: etree._Element) -> SGXSection:
         size = self.int_attr(el, "size")
         if size is None:
             raise self.error(el, "SGX section has no size attribute")
-        return SGXSection(node=self.int_attr(el, "node"),
-                          size_kib=self.kib(el, size))
-
+        return _Section(self.int_attr(el, "node"), self.kib(el, size))

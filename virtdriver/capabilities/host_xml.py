@@ -1,7 +1,12 @@
 """Read host capabilities XML into :class:`~.host.HostCapabilities`.
 
-Each element's children are walked once and dispatched on their tag: that
-keeps reading well under the cost of parsing (see ``benchmarks/``).
+One pass over the tree: each element's children are walked once and
+dispatched on their tag.  Parsing is eager (every value is checked here, so
+a bad one is refused with its line), and the per-element work is kept
+small: one ``get`` per attribute read, integers checked inline on the
+common all-digits path, models built by :func:`~.xmlsafe.frozen_builder`
+constructors, and shared instances for what a document leaves out (see
+``docs/capabilities.md``, performance).
 """
 
 from __future__ import annotations
@@ -12,8 +17,22 @@ from virtdriver.capabilities.host import (
     CacheBank, CellCPU, CPUTopology, Guest, GuestDomain, GuestMachine,
     HostCapabilities, HostCPU, NUMACell, Pages)
 from virtdriver.capabilities.xmlsafe import (
-    DEFAULT_MAX_BYTES, ValueReader, parse_document, yes_no)
+    DEFAULT_MAX_BYTES, MAX_DIGITS, ValueReader, frozen_builder,
+    parse_document, yes_no)
 from virtdriver.cpuset import CPUSetError, parse_cpuset
+
+_Bank = frozen_builder(CacheBank)
+_Cell = frozen_builder(NUMACell)
+_CellCPU = frozen_builder(CellCPU)
+_Domain = frozen_builder(GuestDomain)
+_Guest = frozen_builder(Guest)
+_Host = frozen_builder(HostCapabilities)
+_HostCPU = frozen_builder(HostCPU)
+_Machine = frozen_builder(GuestMachine)
+_Pages = frozen_builder(Pages)
+_Topology = frozen_builder(CPUTopology)
+_NO_CPU = HostCPU()
+_EMPTY: frozenset = frozenset()
 
 
 def parse_host_capabilities(xml: str | bytes, source: str = "<string>", *,
@@ -36,7 +55,8 @@ def parse_host_capabilities(xml: str | bytes, source: str = "<string>", *,
 
 
 def _text(el: etree._Element) -> str | None:
-    return (el.text or "").strip() or None
+    text = el.text
+    return text.strip() or None if text else None
 
 
 class _HostReader(ValueReader):
@@ -44,33 +64,33 @@ class _HostReader(ValueReader):
 
     def read(self, root: etree._Element) -> HostCapabilities:
         uuid = iommu = None
-        cpu = HostCPU()
+        cpu = _NO_CPU
         cells: tuple[NUMACell, ...] = ()
         cache: tuple[CacheBank, ...] = ()
         guests = []
         for child in root:
-            if child.tag == "guest":
+            tag = child.tag
+            if tag == "guest":
                 guests.append(self._guest(child))
-            elif child.tag != "host":
+            elif tag != "host":
                 continue
             for el in child:
                 tag = el.tag
-                if tag == "uuid":
-                    uuid = _text(el)
-                elif tag == "cpu":
+                if tag == "cpu":
                     cpu = self._cpu(el)
+                elif tag == "uuid":
+                    uuid = _text(el)
                 elif tag == "iommu":
                     iommu = yes_no(el.get("support"))
                 elif tag == "topology":
-                    cells = tuple(self._cell(cell)
-                                  for cells_el in el.iterchildren("cells")
-                                  for cell in cells_el.iterchildren("cell"))
+                    cells = tuple([self._cell(cell)
+                                   for cells_el in el.iterchildren("cells")
+                                   for cell in cells_el.iterchildren("cell")])
                 elif tag == "cache":
-                    cache = tuple(self._bank(bank)
-                                  for bank in el.iterchildren("bank"))
-        return HostCapabilities(source=self.source, uuid=uuid, cpu=cpu,
-                                iommu=iommu, cells=cells, cache=cache,
-                                guests=tuple(guests))
+                    cache = tuple([self._bank(bank)
+                                   for bank in el.iterchildren("bank")])
+        return _Host(self.source, uuid, cpu, iommu, cells, cache,
+                     tuple(guests))
 
     def _cpu(self, cpu: etree._Element) -> HostCPU:
         arch = model = vendor = topology = None
@@ -91,15 +111,13 @@ class _HostReader(ValueReader):
             elif tag == "pages":
                 page_sizes.append(self._page_size(el))
             elif tag == "topology":
-                topology = CPUTopology(
-                    sockets=self.int_attr(el, "sockets"),
-                    dies=self.int_attr(el, "dies"),
-                    clusters=self.int_attr(el, "clusters"),
-                    cores=self.int_attr(el, "cores"),
-                    threads=self.int_attr(el, "threads"))
-        return HostCPU(arch=arch, model=model, vendor=vendor,
-                       features=frozenset(features), topology=topology,
-                       page_sizes_kib=tuple(page_sizes))
+                int_attr = self.int_attr
+                topology = _Topology(
+                    int_attr(el, "sockets"), int_attr(el, "dies"),
+                    int_attr(el, "clusters"), int_attr(el, "cores"),
+                    int_attr(el, "threads"))
+        return _HostCPU(arch, model, vendor, frozenset(features), topology,
+                        tuple(page_sizes))
 
     def _page_size(self, el: etree._Element) -> int:
         size = self.int_attr(el, "size")
@@ -114,86 +132,115 @@ class _HostReader(ValueReader):
         cpus: tuple[CellCPU, ...] = ()
         for el in cell:
             tag = el.tag
-            if tag == "memory":
+            if tag == "cpus":
+                cpus = self._cell_cpus(el)
+            elif tag == "memory":
                 memory_kib = self.kib(el, self.int_text(el))
             elif tag == "pages":
-                pages.append(Pages(self._page_size(el),
-                                   self.int_text(el) or 0))
+                pages.append(_Pages(self._page_size(el),
+                                    self.int_text(el) or 0))
             elif tag == "distances":
-                distances = tuple(
-                    (self.required_int(s, "id"), self.required_int(s, "value"))
-                    for s in el.iterchildren("sibling"))
-            elif tag == "cpus":
-                cpus = tuple(self._cell_cpu(c) for c in el.iterchildren("cpu"))
-        return NUMACell(id=self.required_int(cell, "id"),
-                        memory_kib=memory_kib, pages=tuple(pages),
-                        distances=distances, cpus=cpus)
+                required = self.required_int
+                distances = tuple([
+                    (required(s, "id"), required(s, "value"))
+                    for s in el.iterchildren("sibling")])
+        return _Cell(self.required_int(cell, "id"), memory_kib, tuple(pages),
+                     distances, cpus)
 
-    def _cell_cpu(self, el: etree._Element) -> CellCPU:
+    def _cell_cpus(self, cpus: etree._Element) -> tuple[CellCPU, ...]:
+        # The hot loop of a large host (one element per host CPU): the
+        # all-digits check is inlined, anything else takes int_attr's path.
         int_attr = self.int_attr
-        return CellCPU(self.required_int(el, "id"), int_attr(el, "socket_id"),
-                       int_attr(el, "die_id"), int_attr(el, "cluster_id"),
-                       int_attr(el, "core_id"), self._cpuset(el, "siblings"))
+        cpusets: dict[str, frozenset[int]] = {}  # siblings repeat per core
+        found = []
+        for el in cpus.iterchildren("cpu"):
+            get = el.get
+            ids = [get("id"), get("socket_id"), get("die_id"),
+                   get("cluster_id"), get("core_id")]
+            if ids[0] is None:
+                self.required_int(el, "id")  # raises: id is required
+            for at, value in enumerate(ids):
+                if value is not None:
+                    if (value.isdigit() and value.isascii()
+                            and len(value) <= MAX_DIGITS):
+                        ids[at] = int(value)
+                    else:
+                        ids[at] = int_attr(el, _CPU_ATTRS[at])
+            siblings = get("siblings") or ""
+            sibling_ids = cpusets.get(siblings)
+            if sibling_ids is None:
+                sibling_ids = cpusets[siblings] = self._cpuset(
+                    el, "siblings", siblings)
+            found.append(_CellCPU(*ids, sibling_ids))
+        return tuple(found)
 
     def _bank(self, el: etree._Element) -> CacheBank:
-        return CacheBank(
-            id=self.required_int(el, "id"),
-            level=self.required_int(el, "level"),
-            type=el.get("type", ""),
-            size_kib=self.kib(el, self.required_int(el, "size")),
-            cpus=self._cpuset(el, "cpus"),
-        )
+        required = self.required_int
+        return _Bank(required(el, "id"), required(el, "level"),
+                     el.get("type", ""), self.kib(el, required(el, "size")),
+                     self._cpuset(el, "cpus", el.get("cpus", "")))
 
     def _guest(self, guest: etree._Element) -> Guest:
         os_type = ""
         arch_el = None
-        features: frozenset[str] = frozenset()
+        features: frozenset[str] = _EMPTY
         for el in guest:
             tag = el.tag
-            if tag == "os_type":
-                os_type = _text(el) or ""
-            elif tag == "arch":
+            if tag == "arch":
                 arch_el = el
+            elif tag == "os_type":
+                os_type = _text(el) or ""
             elif tag == "features":
-                features = frozenset(f.tag for f in el)
+                features = frozenset([f.tag for f in el])
+        if arch_el is None:
+            return _Guest(os_type, "", None, None, (), (), features)
         wordsize = emulator = None
         machines = []
         domains = []
-        for el in arch_el if arch_el is not None else ():
+        machine = self._machine
+        for el in arch_el:
             tag = el.tag
             if tag == "machine":
-                machines.append(self._machine(el))
+                machines.append(machine(el))
             elif tag == "domain":
                 domains.append(self._domain(el))
             elif tag == "wordsize":
                 wordsize = self.int_text(el)
             elif tag == "emulator":
                 emulator = _text(el)
-        return Guest(os_type=os_type,
-                     arch="" if arch_el is None else arch_el.get("name", ""),
-                     wordsize=wordsize, emulator=emulator,
-                     machines=tuple(machines),
-                     domains=tuple(domains), features=features)
+        return _Guest(os_type, arch_el.get("name", ""), wordsize, emulator,
+                      tuple(machines), tuple(domains), features)
 
     def _domain(self, domain: etree._Element) -> GuestDomain:
         emulator = None
         machines = []
         for el in domain:
-            if el.tag == "machine":
+            tag = el.tag
+            if tag == "machine":
                 machines.append(self._machine(el))
-            elif el.tag == "emulator":
+            elif tag == "emulator":
                 emulator = _text(el)
-        return GuestDomain(type=domain.get("type", ""), emulator=emulator,
-                           machines=tuple(machines))
+        return _Domain(domain.get("type", ""), emulator, tuple(machines))
 
     def _machine(self, el: etree._Element) -> GuestMachine:
-        # Positional arguments: this runs once per machine type (hundreds).
-        return GuestMachine((el.text or "").strip(), el.get("canonical"),
-                            self.int_attr(el, "maxCpus"),
-                            el.get("deprecated") == "yes")
+        # Once per machine type (hundreds in a real document).
+        text = el.text
+        max_cpus = el.get("maxCpus")
+        if max_cpus is not None:
+            if (max_cpus.isdigit() and max_cpus.isascii()
+                    and len(max_cpus) <= MAX_DIGITS):
+                max_cpus = int(max_cpus)
+            else:
+                max_cpus = self.int_attr(el, "maxCpus")
+        return _Machine(text.strip() if text else "", el.get("canonical"),
+                        max_cpus, el.get("deprecated") == "yes")
 
-    def _cpuset(self, el: etree._Element, name: str) -> frozenset[int]:
+    def _cpuset(self, el: etree._Element, name: str,
+                value: str) -> frozenset[int]:
         try:
-            return parse_cpuset(el.get(name, ""))
+            return parse_cpuset(value)
         except CPUSetError as exc:
             raise self.error(el, f"attribute {name}: {exc}") from None
+
+
+_CPU_ATTRS = ("id", "socket_id", "die_id", "cluster_id", "core_id")
