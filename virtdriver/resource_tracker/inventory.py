@@ -7,6 +7,12 @@ leaves out get Placement's defaults, except ``max_unit``, which defaults to
 what a driver hands over (Nova-style dicts of dicts, or records) into
 records, checking every rule and naming the provider, resource class and
 field of the first one broken.
+
+:func:`fast_inventory` is the tree's fast path: it accepts only input that
+is certainly valid (plain dicts of plain ints and floats, or valid records)
+and returns ``None`` for anything else, so that :func:`validate_inventory`
+(and its message, with the provider's label built then) runs only for input
+that may be wrong.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size",
 _STANDARD_CLASSES = frozenset(os_resource_classes.STANDARDS)
 _CUSTOM_CLASS = re.compile(r"CUSTOM_[A-Z0-9_]+")
 _MAX_CLASS_LENGTH = 255
+_CUSTOM_MATCH = _CUSTOM_CLASS.fullmatch
+_FIELD_SET = frozenset(FIELDS)
+_INF = math.inf
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +69,81 @@ class Inventory:
     def as_dict(self) -> dict[str, int | float]:
         """The record as Placement's JSON object (a new dict)."""
         return asdict(self)
+
+
+class _Unfrozen:
+    """:class:`Inventory`'s slots without the frozen ``__setattr__``."""
+
+    __slots__ = Inventory.__slots__
+
+
+_new = object.__new__
+
+
+def _make(total: int, reserved: int, min_unit: int, max_unit: int,
+          step_size: int, allocation_ratio: float) -> Inventory:
+    """``Inventory(...)`` for checked values, at a third of the cost (see
+    ``provider.make_record`` for how)."""
+    record = _new(_Unfrozen)
+    record.total = total
+    record.reserved = reserved
+    record.min_unit = min_unit
+    record.max_unit = max_unit
+    record.step_size = step_size
+    record.allocation_ratio = allocation_ratio
+    record.__class__ = Inventory
+    return record
+
+
+def _fast_record(value: object) -> Inventory | None:
+    """The record for a plain dict or a record that is certainly valid."""
+    if type(value) is Inventory:
+        total, reserved, min_unit, max_unit, step, ratio = (
+            value.total, value.reserved, value.min_unit, value.max_unit,
+            value.step_size, value.allocation_ratio)
+    elif type(value) is dict and value.keys() <= _FIELD_SET:
+        get = value.get
+        total, reserved, min_unit = get("total"), get("reserved", 0), get(
+            "min_unit", 1)
+        max_unit, step = get("max_unit"), get("step_size", 1)
+        ratio = get("allocation_ratio", 1.0)
+        if max_unit is None:
+            max_unit = total
+    else:
+        return None
+    if not (type(total) is int and 0 < total <= MAX_INT
+            and type(reserved) is int and 0 <= reserved <= total
+            and type(max_unit) is int and 0 < max_unit <= total
+            and type(min_unit) is int and 0 < min_unit <= max_unit
+            and type(step) is int and 0 < step <= MAX_INT):
+        return None
+    if type(ratio) is not float:
+        if type(ratio) is not int:
+            return None
+        ratio = float(ratio)
+    if not 0.0 < ratio < _INF:  # also refuses NaN
+        return None
+    if type(value) is Inventory and type(value.allocation_ratio) is float:
+        return value  # valid, immutable: share it
+    return _make(total, reserved, min_unit, max_unit, step, ratio)
+
+
+def fast_inventory(inventory: object) -> Mapping[str, Inventory] | None:
+    """:func:`validate_inventory`'s result when ``inventory`` is a plain
+    dict of certainly valid records, else ``None`` (then validate it)."""
+    if type(inventory) is not dict:
+        return None
+    records = {}
+    for rc, value in inventory.items():
+        if rc not in _STANDARD_CLASSES and not (
+                type(rc) is str and len(rc) <= _MAX_CLASS_LENGTH
+                and _CUSTOM_MATCH(rc)):
+            return None
+        record = _fast_record(value)
+        if record is None:
+            return None
+        records[rc] = record
+    return MappingProxyType(records)
 
 
 def invalid_resource_class_reason(name: object) -> str | None:

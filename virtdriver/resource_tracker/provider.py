@@ -5,6 +5,12 @@ record on every write.  So a record handed out by ``data()`` or held by a
 snapshot stays true to the moment it was read without any copying, and an
 unchanged provider is the *same object* in two snapshots (which is what
 makes ``diff`` cheap).
+
+The tree builds records with :func:`make_record` and checks sets with
+:func:`fast_traits` / :func:`fast_aggregates` first: fast paths that
+vouch only for input that is certainly valid and return ``None``
+otherwise, so the caller runs the full check (whose message names the
+provider) only then — the label is never built for valid input.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+import os_traits
+
 from virtdriver.capabilities.traits.names import invalid_reason
 from virtdriver.resource_tracker.errors import InvalidProvider, describe
 from virtdriver.resource_tracker.inventory import Inventory
@@ -23,7 +31,15 @@ from virtdriver.resource_tracker.inventory import Inventory
 MAX_NAME_LENGTH = 200
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-"
                    r"[0-9a-f]{12}")
+#: ``UUID_MATCH(value)`` is truthy when ``value`` (a str) is a canonical uuid.
+UUID_MATCH = _UUID.fullmatch
 _NO_INVENTORY: Mapping[str, Inventory] = MappingProxyType({})
+_STANDARD_TRAITS = frozenset(os_traits.get_traits())
+_SET_TYPES = (list, tuple, set, frozenset)
+# CUSTOM_ trait names fast_traits found valid (a deployment has few; the
+# bound only keeps hostile input from growing it without end).
+_VALID_CUSTOM: set[str] = set()
+_MAX_VALID_CUSTOM = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +67,77 @@ class ProviderData:
     def label(self) -> str:
         """``provider 'name' (uuid)``, as error messages name it."""
         return describe(self.name, self.uuid)
+
+
+class _Unfrozen:
+    """:class:`ProviderData`'s slots without the frozen ``__setattr__``."""
+
+    __slots__ = ProviderData.__slots__
+
+
+_new = object.__new__
+
+
+def make_record(uuid: str, name: str, generation: int | None,
+                parent_uuid: str | None, root_uuid: str,
+                inventory: Mapping[str, Inventory], traits: frozenset[str],
+                aggregates: frozenset[str]) -> ProviderData:
+    """``ProviderData(...)`` for fields the caller has checked.
+
+    The tree builds a record on every write, and the frozen dataclass's
+    ``__init__`` (one ``object.__setattr__`` call per field) and
+    ``dataclasses.replace`` cost 3-5 times as much as this: fill an
+    instance of a plain class with the same slots, then make it a
+    :class:`ProviderData` (``__class__`` assignment, which CPython allows
+    between classes of the same slot layout).  The result is an ordinary
+    frozen record.
+    """
+    record = _new(_Unfrozen)
+    record.uuid = uuid
+    record.name = name
+    record.generation = generation
+    record.parent_uuid = parent_uuid
+    record.root_uuid = root_uuid
+    record.inventory = inventory
+    record.traits = traits
+    record.aggregates = aggregates
+    record.__class__ = ProviderData
+    return record
+
+
+def fast_traits(traits: object) -> frozenset[str] | None:
+    """:func:`check_traits`' result when the input is a plain collection
+    of valid names, else ``None``."""
+    if type(traits) not in _SET_TYPES:
+        return None
+    try:
+        found = frozenset(traits)
+    except TypeError:  # an unhashable member: check_traits names it
+        return None
+    extra = found - _STANDARD_TRAITS
+    if extra and not extra <= _VALID_CUSTOM:
+        for trait in extra:
+            if type(trait) is not str or invalid_reason(trait):
+                return None
+        if len(_VALID_CUSTOM) > _MAX_VALID_CUSTOM:
+            _VALID_CUSTOM.clear()
+        _VALID_CUSTOM.update(extra)
+    return found
+
+
+def fast_aggregates(aggregates: object) -> frozenset[str] | None:
+    """:func:`check_aggregates`' result for a plain collection of
+    canonical UUIDs, else ``None``."""
+    if type(aggregates) not in _SET_TYPES:
+        return None
+    try:
+        found = frozenset(aggregates)
+    except TypeError:
+        return None
+    for aggregate in found:
+        if type(aggregate) is not str or UUID_MATCH(aggregate) is None:
+            return None
+    return found
 
 
 def check_uuid(provider: str, what: str, value: object) -> str:

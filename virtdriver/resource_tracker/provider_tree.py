@@ -21,9 +21,9 @@ storage is copy-on-write (see :mod:`.provider_index`).
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from uuid import uuid4
 
 from virtdriver.drivers.identity import child_uuid
@@ -31,10 +31,12 @@ from virtdriver.resource_tracker import tree_json
 from virtdriver.resource_tracker.errors import (
     InvalidProvider, ProviderExists, ProviderNotFound, ProviderTreeError,
     describe)
-from virtdriver.resource_tracker.inventory import Inventory, validate_inventory
+from virtdriver.resource_tracker.inventory import (
+    Inventory, fast_inventory, validate_inventory)
 from virtdriver.resource_tracker.provider import (
-    ProviderData, check_aggregates, check_generation, check_name, check_traits,
-    check_uuid)
+    MAX_NAME_LENGTH, UUID_MATCH, ProviderData, check_aggregates,
+    check_generation, check_name, check_traits, check_uuid, fast_aggregates,
+    fast_traits, make_record)
 from virtdriver.resource_tracker.provider_index import ProviderIndex
 from virtdriver.resource_tracker.savepoint import (
     Journal, Savepoint, SavepointError, TreeBefore)
@@ -48,6 +50,9 @@ __all__ = ["Inventory", "InvalidProvider", "ProviderData", "ProviderDiff",
            "TreeDiff", "TreeSnapshot", "diff"]
 
 _SET_CHECKS = {"traits": check_traits, "aggregates": check_aggregates}
+_FAST_SET_CHECKS = {"traits": fast_traits, "aggregates": fast_aggregates}
+_EMPTY: frozenset[str] = frozenset()
+_NO_INVENTORY: Mapping = MappingProxyType({})
 
 
 class ProviderTree(TreeReader):
@@ -141,7 +146,7 @@ class ProviderTree(TreeReader):
             InvalidProvider: the name, uuid or generation is not valid.
         """
         with self._lock:
-            above = self._index.get(parent)
+            above = self._get(parent)
             if uuid is None and isinstance(name, str):
                 uuid = child_uuid(above.uuid, name)
             record = _new_record(self._index, name, above, uuid, generation)
@@ -155,8 +160,7 @@ class ProviderTree(TreeReader):
             ProviderNotFound: no provider has this name or uuid.
         """
         with self._lock:
-            uuid = self._index.get(name_or_uuid).uuid
-            self._remove(uuid)
+            self._remove(self._get(name_or_uuid).uuid)
 
     def populate_from_iterable(self, provider_dicts: Iterable[Mapping]
                                ) -> None:
@@ -214,15 +218,21 @@ class ProviderTree(TreeReader):
             InvalidProvider: a record breaks a rule (which one is named).
         """
         with self._lock:
-            current = self._index.get(name_or_uuid)
-            records = validate_inventory(current.label, inventory)
-            return self._replace(current, generation, inventory=records)
+            current = self._get(name_or_uuid)
+            records = fast_inventory(inventory)
+            if records is None:
+                records = validate_inventory(current.label, inventory)
+            return self._store(current, generation, records, None, None)
 
     def update_traits(self, name_or_uuid: str, traits: Iterable[str],
                       generation: int | None = None) -> bool:
         """Set the provider's traits; return whether they changed."""
-        return self._change_set(name_or_uuid, "traits", traits, "set",
-                                generation)
+        with self._lock:
+            current = self._get(name_or_uuid)
+            given = fast_traits(traits)
+            if given is None:
+                given = check_traits(current.label, traits)
+            return self._store(current, generation, None, given, None)
 
     def add_traits(self, name_or_uuid: str, *traits: str) -> bool:
         """Add traits, keeping the others; return whether any was new."""
@@ -250,37 +260,64 @@ class ProviderTree(TreeReader):
 
     # -- internals -------------------------------------------------------------
 
+    def _get(self, name_or_uuid: str) -> ProviderData:
+        # Caller holds the lock.  Inlines the index's by-uuid lookup.
+        found = self._index.by_uuid.get(name_or_uuid)
+        return found if found is not None else self._index.get(name_or_uuid)
+
     def _change_set(self, name_or_uuid: str, field: str,
                     values: Iterable[str], how: str,
                     generation: int | None = None) -> bool:
         with self._lock:
-            current = self._index.get(name_or_uuid)
+            current = self._get(name_or_uuid)
             old = getattr(current, field)
             if how == "remove":
                 new = old.difference(values)
             else:
-                given = _SET_CHECKS[field](current.label, values)
+                given = _FAST_SET_CHECKS[field](values)
+                if given is None:
+                    given = _SET_CHECKS[field](current.label, values)
                 new = old | given if how == "add" else given
-            return self._replace(current, generation, **{field: new})
+            if field == "traits":
+                return self._store(current, generation, None, new, None)
+            return self._store(current, generation, None, None, new)
 
-    def _replace(self, current: ProviderData, generation: int | None,
-                 **fields: object) -> bool:
-        """Store ``current`` with ``fields``; return whether any differs."""
-        generation = check_generation(current.label, generation)
-        changed = {name: value for name, value in fields.items()
-                   if getattr(current, name) != value}
-        content_changed = bool(changed)
-        if generation is not None and generation != current.generation:
-            changed["generation"] = generation
-        if changed:
+    def _store(self, current: ProviderData, generation: int | None,
+               inventory: Mapping | None, traits: frozenset | None,
+               aggregates: frozenset | None) -> bool:
+        """Store ``current`` with the fields given (``None``: keep);
+        return whether the content differs.  Equal values keep the old
+        objects, so an unchanged record stays the same object."""
+        if generation is None:
+            generation = current.generation
+        elif type(generation) is not int or generation < 0:
+            check_generation(current.label, generation)  # raises
+        changed = False
+        if inventory is None or inventory == current.inventory:
+            inventory = current.inventory
+        else:
+            changed = True
+        if traits is None or traits == current.traits:
+            traits = current.traits
+        else:
+            changed = True
+        if aggregates is None or aggregates == current.aggregates:
+            aggregates = current.aggregates
+        else:
+            changed = True
+        if changed or generation != current.generation:
             self._counter += 1
-            self._writable().put(dataclasses.replace(current, **changed),
-                                 self._counter, self._journal.log)
-        return content_changed
+            index = self._writable() if self._shared else self._index
+            index.put(make_record(current.uuid, current.name, generation,
+                                  current.parent_uuid, current.root_uuid,
+                                  inventory, traits, aggregates),
+                      self._counter, self._journal.log)
+        return changed
 
     def _add(self, record: ProviderData) -> None:
         self._counter += 1
-        self._writable().add(record, self._counter, self._journal.log)
+        index = self._writable() if self._shared else self._index
+        index.add(record, self._counter, self._journal.log)
 
     def _remove(self, uuid: str) -> None:
         self._counter += 1
@@ -299,17 +336,27 @@ def _new_record(index: ProviderIndex, name: str, parent: ProviderData | None,
     """A checked record for a new provider (not yet added)."""
     if uuid is None:
         uuid = str(uuid4())
-    label = describe(name, uuid)
-    check_name(label, name)
-    check_uuid(label, "uuid", uuid)
-    generation = check_generation(label, generation)
-    for value in (uuid, name):
-        holder = index.find(value)
-        if holder is not None:
-            raise ProviderExists(label, value, holder.label)
+    if not (type(name) is str and 0 < len(name) <= MAX_NAME_LENGTH
+            and type(uuid) is str and UUID_MATCH(uuid)
+            and (generation is None
+                 or type(generation) is int and generation >= 0)):
+        label = describe(name, uuid)
+        check_name(label, name)
+        check_uuid(label, "uuid", uuid)
+        generation = check_generation(label, generation)
+    by_uuid, by_name = index.by_uuid, index.by_name
+    if (uuid in by_uuid or uuid in by_name or name in by_uuid
+            or name in by_name):
+        for value in (uuid, name):
+            holder = index.find(value)
+            if holder is not None:
+                raise ProviderExists(describe(name, uuid), value,
+                                     holder.label)
     if parent is None:
-        return ProviderData(uuid, name, generation, None, uuid)
-    return ProviderData(uuid, name, generation, parent.uuid, parent.root_uuid)
+        return make_record(uuid, name, generation, None, uuid,
+                           _NO_INVENTORY, _EMPTY, _EMPTY)
+    return make_record(uuid, name, generation, parent.uuid, parent.root_uuid,
+                       _NO_INVENTORY, _EMPTY, _EMPTY)
 
 
 def _load(tree: ProviderTree, objects: list[Mapping]) -> None:
@@ -331,9 +378,9 @@ def _load(tree: ProviderTree, objects: list[Mapping]) -> None:
         record = _new_record(index, obj.get("name"), parent, uuid,
                              obj.get("generation"))
         label = record.label
-        record = dataclasses.replace(
-            record,
-            inventory=validate_inventory(label, obj.get("inventories", {})),
-            traits=check_traits(label, obj.get("traits", ())),
-            aggregates=check_aggregates(label, obj.get("aggregates", ())))
-        tree._add(record)
+        tree._add(make_record(
+            record.uuid, record.name, record.generation, record.parent_uuid,
+            record.root_uuid,
+            validate_inventory(label, obj.get("inventories", {})),
+            check_traits(label, obj.get("traits", ())),
+            check_aggregates(label, obj.get("aggregates", ()))))

@@ -12,7 +12,8 @@ import contextlib
 from collections.abc import Iterable, Mapping
 
 from virtdriver.resource_tracker import tree_json
-from virtdriver.resource_tracker.inventory import Inventory, validate_inventory
+from virtdriver.resource_tracker.inventory import (
+    Inventory, fast_inventory, validate_inventory)
 from virtdriver.resource_tracker.provider import ProviderData
 from virtdriver.resource_tracker.provider_index import ProviderIndex
 
@@ -94,7 +95,10 @@ class TreeReader:
                               ) -> bool:
         """Whether ``inventory`` (validated, defaults filled) differs."""
         current = self.data(name_or_uuid)
-        return validate_inventory(current.label, inventory) != current.inventory
+        records = fast_inventory(inventory)
+        if records is None:
+            records = validate_inventory(current.label, inventory)
+        return records != current.inventory
 
     def has_traits(self, name_or_uuid: str, traits: Iterable[str]) -> bool:
         """Whether the provider has *all* of ``traits``."""

@@ -106,12 +106,23 @@ def diff(old, new) -> TreeDiff:
         before = old_by_uuid.get(after.uuid)
         if before is after:
             continue
-        if before is not None and before.parent_uuid != after.parent_uuid:
-            before = None
+        if before is not None:
+            if before.parent_uuid != after.parent_uuid:
+                before = None
+            elif _same_content(before, after):
+                continue  # e.g. only the generation differs
         entry = _compare(before, after)
         if entry is not None:
             entries.append(entry)
     return TreeDiff(tuple(entries))
+
+
+def _same_content(before: ProviderData, after: ProviderData) -> bool:
+    """Whether nothing sync sends differs (cheaper than building the
+    entry :func:`_compare` would throw away)."""
+    return (before.name == after.name and before.traits == after.traits
+            and before.aggregates == after.aggregates
+            and before.inventory == after.inventory)
 
 
 def _compare(before: ProviderData | None,
