@@ -4,13 +4,16 @@
 For every document of the libvirt corpus (host and domain capabilities) the
 script times, side by side in one run, ``parse_host_capabilities`` /
 ``parse_domain_capabilities`` and a bare ``lxml.etree.fromstring`` of the
-same bytes, and reports the medians and their ratio.  The goal is a median
-ratio of at most 1.5 (see README.md beside this file).
+same bytes, and reports the medians and their ratio.  The goal (issue 13)
+is a median ratio over the corpus of at most 2.0, parsing staying eager;
+see README.md beside this file.  ``--smoke`` takes 5 samples per document
+instead of 31 (every document is still measured, and the goal with it).
 
 Usage::
 
     python benchmarks/bench_parse.py [--corpus DIR] [--repeat N] [--json]
-                                     [--check] [--profile NAME]
+                                     [--check] [--smoke] [--results DIR]
+                                     [--profile NAME]
 """
 
 from __future__ import annotations
@@ -28,7 +31,10 @@ import benchlib  # beside this script
 from lxml import etree
 
 DEFAULT_CORPUS = benchlib.REPO.parent / "shared" / "corpus" / "libvirt"
-GOAL = 1.5
+#: Median over the corpus of our parse time / bare lxml's (issue 13).
+GOAL = 2.0
+#: --smoke: timed samples per document (the goal is still measured).
+SMOKE_REPEAT = 5
 #: Each timed sample runs the parse this long at least, so that timer
 #: resolution and call overhead do not dominate tiny documents.
 MIN_SAMPLE_NS = 200_000
@@ -101,11 +107,25 @@ def run(corpus: pathlib.Path, repeat: int) -> dict:
     worst = max(results, key=lambda row: row["ratio"])
     median = statistics.median(ratios)
     return {
-        "corpus": str(corpus), "repeat": repeat, "goal": GOAL,
+        "corpus": str(corpus), "repeat": repeat,
         "documents": results, "median_ratio": median,
         "worst_ratio": worst["ratio"], "worst_file": worst["file"],
-        "goal_met": median <= GOAL,
+        "goals": [benchlib.goal("median parse / bare lxml over the corpus",
+                                median, GOAL, unit="x")],
     }
+
+
+def plot(report: dict) -> dict:
+    """The ratio against document size, one line per document kind."""
+    series: dict[str, list] = {kind: [] for kind in PARSERS}
+    for row in report["documents"]:
+        series[row["file"].split("/")[0]].append((row["bytes"], row["ratio"]))
+    series[f"goal ({GOAL}x, median)"] = [
+        (min(row["bytes"] for row in report["documents"]), GOAL),
+        (max(row["bytes"] for row in report["documents"]), GOAL)]
+    return {"title": "capability XML parse vs bare lxml.etree.fromstring",
+            "series": series, "xlabel": "document size (bytes)",
+            "ylabel": "our parse time / bare parse time"}
 
 
 def print_table(report: dict) -> None:
@@ -123,8 +143,6 @@ def print_table(report: dict) -> None:
     print(f"median ratio: {report['median_ratio']:.2f}")
     print(f"worst ratio:  {report['worst_ratio']:.2f} "
           f"({report['worst_file']})")
-    verdict = "met" if report["goal_met"] else "NOT met"
-    print(f"goal (median ratio <= {GOAL}): {verdict}")
 
 
 def profile(corpus: pathlib.Path, name: str, loops: int = 300) -> None:
@@ -159,7 +177,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         profile(args.corpus, args.profile)
         return 0
-    return benchlib.finish(run(args.corpus, args.repeat), args, print_table)
+    repeat = min(args.repeat, SMOKE_REPEAT) if args.smoke else args.repeat
+    report = run(args.corpus, repeat)
+    return benchlib.finish(report, args, print_table, name="parse",
+                           plot=plot(report))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from virtdriver.capabilities.host import (
 from virtdriver.capabilities.xmlsafe import (
     DEFAULT_MAX_BYTES, MAX_DIGITS, ValueReader, frozen_builder,
     parse_document, yes_no)
-from virtdriver.cpuset import CPUSetError, parse_cpuset
+from virtdriver.cpuset import MAX_CPU_ID, CPUSetError, parse_cpuset
 
 _Bank = frozen_builder(CacheBank)
 _Cell = frozen_builder(NUMACell)
@@ -33,6 +33,7 @@ _Pages = frozen_builder(Pages)
 _Topology = frozen_builder(CPUTopology)
 _NO_CPU = HostCPU()
 _EMPTY: frozenset = frozenset()
+_MAX_ID_DIGITS = len(str(MAX_CPU_ID))
 
 
 def parse_host_capabilities(xml: str | bytes, source: str = "<string>", *,
@@ -169,8 +170,13 @@ class _HostReader(ValueReader):
             siblings = get("siblings") or ""
             sibling_ids = cpusets.get(siblings)
             if sibling_ids is None:
-                sibling_ids = cpusets[siblings] = self._cpuset(
-                    el, "siblings", siblings)
+                if (siblings.isdigit() and siblings.isascii()
+                        and len(siblings) <= _MAX_ID_DIGITS
+                        and int(siblings) <= MAX_CPU_ID):
+                    sibling_ids = frozenset((int(siblings),))
+                else:
+                    sibling_ids = self._cpuset(el, "siblings", siblings)
+                cpusets[siblings] = sibling_ids
             found.append(_CellCPU(*ids, sibling_ids))
         return tuple(found)
 
