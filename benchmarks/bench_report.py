@@ -100,11 +100,18 @@ def embed_args(root: pathlib.Path) -> list[str]:
     return ["--uri", connection.embed_uri(root / "embed")]
 
 
-def has_bytecode(checkout: pathlib.Path) -> bool:
-    """Whether ``checkout``'s CLI has fresh compiled bytecode."""
-    source = checkout / "virtdriver" / "cli" / "main.py"
-    cached = pathlib.Path(importlib.util.cache_from_source(str(source)))
-    return cached.exists() and cached.stat().st_mtime >= source.stat().st_mtime
+def bytecode(checkout: pathlib.Path) -> str:
+    """``fresh/all``: how many of ``checkout``'s modules have compiled
+    bytecode at least as new as their source (Python compiles the others
+    on every run when it may not write ``__pycache__``)."""
+    sources = list((checkout / "virtdriver").rglob("*.py"))
+    fresh = 0
+    for source in sources:
+        cached = pathlib.Path(importlib.util.cache_from_source(str(source)))
+        if cached.exists() and \
+                cached.stat().st_mtime >= source.stat().st_mtime:
+            fresh += 1
+    return f"{fresh}/{len(sources)}"
 
 
 def summary(samples: list[float]) -> dict:
@@ -129,7 +136,7 @@ def measure(args) -> dict:
             state.mkdir()
             envs[label] = {**os.environ, "VIRTDRIVER_STATE_DIR": str(state)}
             report["checkouts"][label] = {
-                "path": str(checkout), "bytecode": has_bytecode(checkout),
+                "path": str(checkout), "bytecode": bytecode(checkout),
                 "warm": [], "errors": []}
         labels = list(checkouts)
 
@@ -187,7 +194,7 @@ def print_table(report: dict) -> None:
           f"CPUs {report['cpus'] or 'not chosen'}); floor `python -c pass` "
           f"median {report['floor']['median_s']:.3f} s")
     print(f"{'':28}" + "".join(f"{label:>14}" for label in labels))
-    rows = [("bytecode", lambda e: "yes" if e["bytecode"] else "no")]
+    rows = [("modules with bytecode", lambda e: e["bytecode"])]
     if report["embed_available"]:
         rows += [
             ("embed cold (s)", lambda e: f"{e['cold_s']:.2f}"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import socket
 import sys
@@ -12,12 +13,13 @@ from typing import TextIO
 from virtdriver import render
 from virtdriver.cli.errors import CommandError
 from virtdriver.drivers.loader import load_driver
-from virtdriver.render.dot import render_dot
-from virtdriver.render.picture import PictureError, picture_format, write_picture
 from virtdriver.resource_tracker.tracker import ResourceTracker
 
 #: The fake driver's host when ``--host-spec`` is not given.
 DEFAULT_HOST_SPEC = "small"
+#: Where the report's throw-away tracker state goes when it can: memory
+#: (tmpfs), where the ledger's fsyncs cost nothing; else the temp dir.
+SCRATCH_PARENT = "/dev/shm"
 
 
 def run_report(args: argparse.Namespace, conf, out: TextIO | None = None, *,
@@ -30,16 +32,19 @@ def run_report(args: argparse.Namespace, conf, out: TextIO | None = None, *,
     out = out or sys.stdout
     output = getattr(args, "output", None)
     if output:
+        from virtdriver.render.picture import picture_format
         _picture_checked(picture_format, output)
     driver = load_driver(args.driver, **driver_arguments(args, conf))
     driver.init_host(socket.gethostname())
     # A report starts from an empty tree: no ledger worth keeping.
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory(dir=scratch_parent()) as scratch:
         tracker = ResourceTracker(driver, state_dir=pathlib.Path(scratch),
                                   driver_name=args.driver,
                                   provider_config=provider_config(conf))
         tracker.update_all()
     if output or args.format == "dot":
+        from virtdriver.render.dot import render_dot
+        from virtdriver.render.picture import write_picture
         text = render_dot(tracker.tree.to_json(), trait_families(driver))
         if not output:
             out.write(text)
@@ -67,10 +72,20 @@ def trait_families(driver) -> dict[str, str]:
 
 def _picture_checked(call, *args):
     """``call(*args)``, a :class:`PictureError` becoming exit 2."""
+    from virtdriver.render.picture import PictureError
     try:
         return call(*args)
     except PictureError as exc:
         raise CommandError(str(exc)) from exc
+
+
+def scratch_parent() -> str | None:
+    """:data:`SCRATCH_PARENT` if this process may make a directory there,
+    else ``None`` (the temp dir)."""
+    if os.path.isdir(SCRATCH_PARENT) and os.access(SCRATCH_PARENT,
+                                                   os.W_OK | os.X_OK):
+        return SCRATCH_PARENT
+    return None
 
 
 def provider_config(conf) -> str | None:
