@@ -27,7 +27,6 @@ from typing import Any
 import os_traits
 
 from virtdriver.capabilities.traits.names import invalid_reason
-from virtdriver.claims.documents import InvalidDocument, image_properties
 from virtdriver.claims.model import ClaimError, Problem
 
 REQUIRED, FORBIDDEN = "required", "forbidden"
@@ -468,37 +467,3 @@ def _explicit(found: _Found, texts, props) -> None:
         else:
             found.refuse(key, props[key], "a trait requirement",
                          (REQUIRED, FORBIDDEN))
-
-
-# -- the image document ------------------------------------------------------
-
-@dataclass(frozen=True)
-class ImageDocument:
-    """IMAGE.json read: ``{"disk_format": "qcow2", "properties": {}}``.
-
-    Attributes:
-        properties: the image properties.
-        disk_format: the disk format, ``None`` when not given.
-    """
-
-    properties: Mapping[str, Any]
-    disk_format: str | None = None
-
-
-def image_document(document: Any, source: str) -> ImageDocument:
-    """An IMAGE.json document: ``properties`` as rebuild-check reads them
-    (:func:`~virtdriver.claims.documents.image_properties`), plus an
-    optional string ``disk_format``.
-
-    Raises:
-        InvalidDocument: naming ``source`` and the field at fault.
-    """
-    disk_format = None
-    if isinstance(document, Mapping) and DISK_FORMAT in document:
-        document = dict(document)
-        disk_format = document.pop(DISK_FORMAT)
-        if not isinstance(disk_format, str):
-            raise InvalidDocument(f"{source}: disk_format: {disk_format!r} is "
-                             "not a string; give Glance's disk format, e.g. "
-                             "\"qcow2\"")
-    return ImageDocument(image_properties(document, source), disk_format)

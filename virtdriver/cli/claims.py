@@ -17,12 +17,12 @@ from typing import TextIO
 
 from virtdriver import render
 from virtdriver.claims.documents import instance_from_document
-from virtdriver.claims.image_traits import image_document
 from virtdriver.claims.model import Instance
 from virtdriver.claims.rebuild import (
     providers_from_tree_json, rebuild_conflicts)
 from virtdriver.cli.checks import placement_url
 from virtdriver.cli.errors import EXIT_REFUSED, CommandError
+from virtdriver.cli.image import image_document
 from virtdriver.cli.report import driver_arguments, provider_config
 from virtdriver.drivers.base import ComputeDriver
 from virtdriver.drivers.data_files import load_data_file

@@ -20,13 +20,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Mapping
-from typing import TextIO
+from dataclasses import dataclass
+from typing import Any, TextIO
 
 from virtdriver.capabilities.traits.config import TraitConfig
 from virtdriver.capabilities.traits.explain import PROVIDER_CONFIG
 from virtdriver.capabilities.traits.model import TraitState
-from virtdriver.claims.image_traits import (
-    ImageDocument, ImageTraits, image_document, image_traits)
+from virtdriver.claims.documents import InvalidDocument, image_properties
+from virtdriver.claims.image_traits import DISK_FORMAT, ImageTraits, image_traits
 from virtdriver.claims.rebuild import ProviderInfo, providers_from_tree_json
 from virtdriver.cli.errors import EXIT_REFUSED, CommandError
 from virtdriver.drivers.data_files import load_data_file
@@ -39,6 +40,38 @@ HAS_STATUSES = frozenset({TraitState.ASSERTED.value, PROVIDER_CONFIG})
 
 #: trait → (host has it, status, one line of evidence).
 Lookup = Callable[[str], tuple[bool, str, str]]
+
+
+@dataclass(frozen=True)
+class ImageDocument:
+    """IMAGE.json read: ``{"disk_format": "qcow2", "properties": {}}``.
+
+    Attributes:
+        properties: the image properties.
+        disk_format: the disk format, ``None`` when not given.
+    """
+
+    properties: Mapping[str, Any]
+    disk_format: str | None = None
+
+
+def image_document(document: Any, source: str) -> ImageDocument:
+    """An IMAGE.json document: ``properties`` as rebuild-check reads them
+    (:func:`~virtdriver.claims.documents.image_properties`), plus an
+    optional string ``disk_format``.
+
+    Raises:
+        InvalidDocument: naming ``source`` and the field at fault.
+    """
+    disk_format = None
+    if isinstance(document, Mapping) and DISK_FORMAT in document:
+        document = dict(document)
+        disk_format = document.pop(DISK_FORMAT)
+        if not isinstance(disk_format, str):
+            raise InvalidDocument(
+                f"{source}: disk_format: {disk_format!r} is not a string; "
+                "give Glance's disk format, e.g. \"qcow2\"")
+    return ImageDocument(image_properties(document, source), disk_format)
 
 
 def read_image(path: str) -> tuple[ImageDocument, ImageTraits]:
