@@ -353,3 +353,30 @@ def test_a_removed_node_is_dropped_and_its_provider_left_to_the_tracker(
     with pytest.raises(NodeNotFoundError, match=SILVER):
         driver.update_provider_tree(tree, SILVER)
     assert tree.exists(SILVER)  # the driver never removes providers
+
+
+def test_each_report_is_the_report_its_results_make(driver, inventory):
+    """Reports are grouped from the capability results' groups plus the
+    node's own traits (no regrouping per node): the same as a report
+    built from the results the plain way, for asserted, removed and
+    stale traits alike."""
+    from virtdriver.capabilities.traits.derive import TraitReport
+    from virtdriver.capabilities.traits.model import TraitState
+    from virtdriver.capabilities.traits.ownership import Ownership
+    tree = ProviderTree()
+    update_all(driver, tree)     # GOLD: CUSTOM_RAID5 set by the driver
+    write(inventory, node(trait_changes={"add": ["CUSTOM_GPU"],
+                                         "remove": ["CUSTOM_NVME"]}),
+          node(SILVER, traits=["CUSTOM_RAID1"]))
+    for nodename in (GOLD, SILVER):
+        report = driver.node_capabilities(nodename).traits
+        plain = TraitReport(dict(report.results),
+                            Ownership(frozenset(report.results)))
+        for state in TraitState:
+            assert report.names(state) == plain.names(state)
+        assert report.ownership == plain.ownership
+        assert report.to_json() == plain.to_json()
+        assert driver.ownership_for(nodename).static == report.ownership.static
+    gold = driver.node_capabilities(GOLD).traits
+    assert {"CUSTOM_GPU"} <= gold.asserted
+    assert {"CUSTOM_NVME", "CUSTOM_RAID5"} <= gold.unasserted  # RAID5: stale

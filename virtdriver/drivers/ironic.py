@@ -161,6 +161,13 @@ class IronicDriver(ComputeDriver):
         self._path = pathlib.Path(inventory_path)
         self._capability_results = _capability_results(
             _image_type_exclude_list(conf))
+        # The capability results by state, once: each node's report adds
+        # its own few (if they answer for exactly the capability traits).
+        grouped = TraitReport(self._capability_results, Ownership())
+        self._capability_groups = (
+            {state: grouped.names(state) for state in TraitState}
+            if frozenset(self._capability_results) == CAPABILITY_TRAITS
+            else None)
         self._lock = threading.RLock()
         self._watch = FileWatch(self._path)
         self._inventory: _Inventory | None = None
@@ -405,15 +412,16 @@ class IronicDriver(ComputeDriver):
         cached = self._last
         if cached is not None and cached[0] is node and cached[1] == stale:
             return cached[2]
-        derived = (Ownership(CAPABILITY_TRAITS | node.managed_traits
-                             | stale), self._report(node, stale))
+        owned = Ownership(CAPABILITY_TRAITS | node.managed_traits | stale)
+        derived = (owned, self._report(node, stale, owned))
         self._last = (node, stale, derived)
         return derived
 
-    def _report(self, node: BareMetalNode, stale: frozenset[str]
-                ) -> TraitReport:
+    def _report(self, node: BareMetalNode, stale: frozenset[str],
+                owned: Ownership) -> TraitReport:
         """Capability traits, then the node's inspection traits and any it
-        set before that the inspection data no longer names."""
+        set before that the inspection data no longer names (``owned``:
+        those names, the report's ownership)."""
         who = (f"node {node.name} ({node.uuid})" if node.name != node.uuid
                else f"node {node.uuid}")
         document = f"{who} inspection data"
@@ -431,7 +439,18 @@ class IronicDriver(ComputeDriver):
                 trait, TraitState.UNASSERTED, FAMILY, (Evidence(
                     document, f"no longer names {trait}, which this driver "
                     "set from it before", source=source),))
-        return TraitReport(results, Ownership(frozenset(results)))
+        groups = self._capability_groups
+        if groups is None or len(results) != len(
+                self._capability_results) + len(node.asserted_traits) + len(
+                node.removed_traits) + len(stale):
+            # A name in two of the groups: regroup them all.
+            return TraitReport(results, Ownership(frozenset(results)))
+        return _NodeReport(results, owned, {
+            TraitState.ASSERTED: groups[TraitState.ASSERTED]
+            | node.asserted_traits,
+            TraitState.UNASSERTED: groups[TraitState.UNASSERTED]
+            | node.removed_traits | stale,
+            TraitState.UNKNOWN: groups[TraitState.UNKNOWN]})
 
     def _remember(self, node: BareMetalNode) -> None:
         """Record that ``node``'s asserted traits are what the driver set
@@ -456,6 +475,21 @@ class IronicDriver(ComputeDriver):
             self._set_before.pop(uuid, None)
         else:
             self._set_before[uuid] = traits
+
+
+class _NodeReport(TraitReport):
+    """A node's :class:`TraitReport`, its traits by state given (the
+    capability results' groups, made once per driver, and the node's own
+    few) instead of regrouping every result for every node; the same
+    report otherwise (``tests/functional/test_ironic_driver.py`` checks)."""
+
+    def __init__(self, results: Mapping[str, TraitResult],
+                 ownership: Ownership,
+                 groups: Mapping[TraitState, frozenset[str]]) -> None:
+        object.__setattr__(self, "results", results)
+        object.__setattr__(self, "ownership", ownership)
+        object.__setattr__(self, "invalid", ())
+        object.__setattr__(self, "_by_state", MappingProxyType(dict(groups)))
 
 
 def node_inventory(node: BareMetalNode) -> dict[str, dict[str, Any]]:

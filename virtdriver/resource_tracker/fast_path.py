@@ -28,20 +28,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from virtdriver.drivers.base import ComputeDriver
 from virtdriver.provider_config import AppliedRecord
 from virtdriver.provider_config.record import ProviderRecord
 from virtdriver.resource_tracker.ledger import Ledger
 from virtdriver.resource_tracker.provider_tree import ProviderTree
-from virtdriver.resource_tracker.reconcile import Drift
-from virtdriver.resource_tracker.results import UpdateResult
+from virtdriver.resource_tracker.reconcile import NO_DRIFT
+from virtdriver.resource_tracker.results import NOTHING_KEPT, UpdateResult
 from virtdriver.resource_tracker.tree_diff import TreeDiff
 
 _NO_DIFF = TreeDiff()
-_NO_DRIFT = Drift()
-_NOTHING_KEPT = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +55,8 @@ class NodeMark:
             ``None`` when no provider config directory is configured.
         config: the provider config token (:meth:`ProviderConfigStep.
             token`) the update ran with.
-        ours: the node's own providers (what ``_update_node`` returned).
+        ours: the node's own providers (what ``_update_node`` returned;
+            ``uuids`` itself when they are all its own).
         result: the empty result a skipped update returns.
     """
 
@@ -69,7 +67,7 @@ class NodeMark:
     ledger: tuple[frozenset[str] | None, ...]
     applied: tuple[ProviderRecord, ...] | None
     config: object
-    ours: frozenset[str]
+    ours: tuple[str, ...] | frozenset[str]
     result: UpdateResult
 
 
@@ -80,14 +78,15 @@ def mark(nodename: str, stamp: object, tree: ProviderTree, root: str,
     """The mark of a node just updated: ``changes`` are its ledger
     changes, not yet in ``ledger``; ``applied`` the record after it."""
     uuids = tuple(tree.get_provider_uuids(root))
+    ours = frozenset(ours)
     return NodeMark(
         driver=stamp, root=root, tree=tree.subtree_stamp(root), uuids=uuids,
         ledger=tuple(changes[uuid] if uuid in changes else ledger.entry(uuid)
                      for uuid in uuids),
         applied=(None if applied is None
                  else tuple(applied.provider(uuid) for uuid in uuids)),
-        config=config, ours=frozenset(ours),
-        result=UpdateResult(nodename, _NO_DIFF, _NO_DRIFT, _NOTHING_KEPT))
+        config=config, ours=uuids if ours == frozenset(uuids) else ours,
+        result=UpdateResult(nodename, _NO_DIFF, NO_DRIFT, NOTHING_KEPT))
 
 
 def unchanged(found: NodeMark, nodename: str, driver: ComputeDriver,

@@ -209,7 +209,7 @@ def _record(provider: str, rc: str, value: object) -> Inventory:
     def whole(field: str, default: int | None, low: int, low_text: str,
               high: int, high_text: str) -> int:
         amount = value.get(field, default)
-        if amount is None:  # max_unit left out or given as None
+        if amount is None and field == "max_unit":  # left out or None
             amount = high
         if (not isinstance(amount, int) or isinstance(amount, bool)
                 or not low <= amount <= high):

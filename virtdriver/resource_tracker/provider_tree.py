@@ -377,10 +377,17 @@ def _load(tree: ProviderTree, objects: list[Mapping]) -> None:
                     "replaced", "give the replaced provider's whole subtree")
         record = _new_record(index, obj.get("name"), parent, uuid,
                              obj.get("generation"))
-        label = record.label
+        inventory = obj.get("inventories", {})
+        traits = obj.get("traits", ())
+        aggregates = obj.get("aggregates", ())
+        inventory_ok = fast_inventory(inventory)
+        traits_ok = fast_traits(traits)
+        aggregates_ok = fast_aggregates(aggregates)
+        if inventory_ok is None or traits_ok is None or aggregates_ok is None:
+            label = record.label  # the full checks, in their usual order
+            inventory_ok = validate_inventory(label, inventory)
+            traits_ok = check_traits(label, traits)
+            aggregates_ok = check_aggregates(label, aggregates)
         tree._add(make_record(
             record.uuid, record.name, record.generation, record.parent_uuid,
-            record.root_uuid,
-            validate_inventory(label, obj.get("inventories", {})),
-            check_traits(label, obj.get("traits", ())),
-            check_aggregates(label, obj.get("aggregates", ()))))
+            record.root_uuid, inventory_ok, traits_ok, aggregates_ok))

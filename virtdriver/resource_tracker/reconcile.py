@@ -127,22 +127,35 @@ def settle(before: Iterable[str], driver_result: Iterable[str], *,
     provider (first update, lost ledger): no drift is reported then, for
     there is no baseline.
     """
+    # reconcile(before, kept, ...) and drift(...) inlined: this runs for
+    # every provider of every node updated, so each set is built once.
     before, result = frozenset(before), frozenset(driver_result)
-    kept = frozenset(t for t in result if ownership.owns(t)
-                     and (answered is None or t in answered))
-    entries = frozenset(ledger or ())
-    done = reconcile(before, kept, ownership=ownership, ledger=entries,
-                     namespace=namespace)
-    owns = owner(ownership, entries, namespace)
-    removed, added = (drift(entries, before, done.traits, owns)
-                      if ledger is not None else (_EMPTY, _EMPTY))
+    static, prefixes = ownership.static, ownership.prefixes
+    entries = frozenset(ledger) if ledger else _EMPTY
+    trusted = (frozenset(t for t in entries if (namespace or ownership)
+                         .owns(t)) if entries else _EMPTY)
+
+    def owns(trait: str) -> bool:
+        return (trait in static or trait in trusted
+                or (bool(prefixes) and trait.startswith(prefixes)))
+
+    kept = {t for t in result if (t in static or (
+        bool(prefixes) and t.startswith(prefixes)))
+        and (answered is None or t in answered)}
+    traits = frozenset({t for t in before if not owns(t)} | kept)
+    if ledger is not None:
+        removed = frozenset(t for t in entries - before if owns(t))
+        added = frozenset(t for t in before - entries - traits if owns(t))
+    else:
+        removed = added = _EMPTY
+    gone = result - traits
     return Settlement(
-        traits=done.traits,
-        ledger=frozenset(t for t in done.traits if owns(t)),
-        restored=done.traits - result,
-        dropped=frozenset(t for t in result - done.traits if not owns(t)),
-        stale=frozenset(t for t in result - done.traits if owns(t)),
-        ignored_ledger=done.ignored_ledger,
+        traits=traits,
+        ledger=frozenset(t for t in traits if owns(t)),
+        restored=traits - result,
+        dropped=frozenset(t for t in gone if not owns(t)),
+        stale=frozenset(t for t in gone if owns(t)),
+        ignored_ledger=entries - trusted,
         removed_by_others=removed, added_by_others=added)
 
 
@@ -203,3 +216,7 @@ class Drift:
                              + ", ".join(sorted(self.added_by_others[name])))
             lines.append(f"provider {name}: " + "; ".join(parts))
         return lines
+
+
+#: The drift of an update nobody interfered with (one shared instance).
+NO_DRIFT = Drift()

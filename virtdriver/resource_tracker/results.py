@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from virtdriver.drivers.base import DriverError
 from virtdriver.resource_tracker.provider import ProviderData
@@ -18,6 +19,10 @@ from virtdriver.resource_tracker.snapshot import TreeReader, TreeSnapshot
 from virtdriver.resource_tracker.tree_diff import TreeDiff
 
 LOG = logging.getLogger("virtdriver.resource_tracker.tracker")
+
+
+#: The ``kept`` of a result that kept nothing (shared: it is read only).
+NOTHING_KEPT: Mapping[str, str] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,7 @@ class UpdateResult:
     nodename: str
     diff: TreeDiff
     drift: Drift
-    kept: Mapping[str, str] = field(default_factory=dict)
+    kept: Mapping[str, str] = field(default_factory=lambda: NOTHING_KEPT)
 
 
 class UpdateAllError(DriverError):

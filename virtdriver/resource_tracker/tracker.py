@@ -49,7 +49,7 @@ from virtdriver.resource_tracker.provider_config_step import (
 from virtdriver.resource_tracker import fast_path
 from virtdriver.resource_tracker.fast_path import Marks, NodeMark
 from virtdriver.resource_tracker.provider_tree import ProviderTree, Savepoint
-from virtdriver.resource_tracker.reconcile import Drift, settle
+from virtdriver.resource_tracker.reconcile import NO_DRIFT, Drift, settle
 from virtdriver.resource_tracker.results import (
     Records, UpdateAllError, UpdateResult, log_settlement, records)
 from virtdriver.resource_tracker.tree_diff import TreeDiff, diff
@@ -351,7 +351,9 @@ class ResourceTracker:
         root = self._root_name(nodename)
         # Per node, never the union over nodes: a trait one node manages
         # is foreign on the others.
-        owned = owned.union(self.driver.ownership_for(nodename))
+        again = self.driver.ownership_for(nodename)
+        if again is not owned:
+            owned = owned.union(again)
         report = self.driver.node_capabilities(nodename).traits
         answered = frozenset(report.results) if report is not None else None
         before = records(start, root)
@@ -390,9 +392,11 @@ class ResourceTracker:
             if not self.tree.exists(record.uuid):
                 changes[record.uuid] = None
         after = [self.tree.data(uuid) for uuid in after_uuids]
+        drifted = any(removed_by.values()) or any(added_by.values())
         result = UpdateResult(nodename, diff(Records(before),
                                              Records(after)),
-                              Drift(removed_by, added_by))
+                              Drift(removed_by, added_by) if drifted
+                              else NO_DRIFT)
         for line in result.drift.describe():
             LOG.warning("node %s: drift on owned traits: %s", nodename, line)
         quiet = quiet and config_quiet and result.drift.empty
