@@ -14,11 +14,12 @@ console script starts it and timed from start to exit:
   (no libvirt at all: imports plus the tracker);
 * **floor** — ``python -c pass``.
 
-``--baseline DIR`` runs every command also from the checkout at DIR (e.g.
-``git worktree add /tmp/before <commit>``), interleaved with this one's
-runs and on its own state directory, for before/after figures taken side
-by side.  The embed rows are skipped, and the goal with them, when libvirt's
-QEMU driver or a ``qemu-system`` binary is missing.
+``--baseline DIR`` (repeatable) runs every command also from the checkout
+at DIR (e.g. ``git archive <commit> | tar -x -C /tmp/before``),
+interleaved with this one's runs and on its own state directory, for
+before/after figures taken side by side.  The embed rows are skipped,
+and the goal with them, when libvirt's QEMU driver or a ``qemu-system``
+binary is missing.
 
 Goal (``--check`` exits 1 when missed), from issue 13: the warm embed
 report's maximum over the warm runs ≤ 0.3 s.  The plot
@@ -121,8 +122,11 @@ def summary(samples: list[float]) -> dict:
 
 def measure(args) -> dict:
     checkouts = {"this": benchlib.REPO}
-    if args.baseline is not None:
-        checkouts["baseline"] = args.baseline.resolve()
+    for directory in args.baseline:
+        label = directory.resolve().name or str(directory)
+        while label in checkouts:
+            label += "'"
+        checkouts[label] = directory.resolve()
     warm_runs = 3 if args.smoke else args.repeat
     alternate = cpus()
     embed_ok = bool(connection.find_qemu_driver()
@@ -193,7 +197,7 @@ def print_table(report: dict) -> None:
     print(f"virtdriver report, end to end ({report['warm_runs']} warm runs, "
           f"CPUs {report['cpus'] or 'not chosen'}); floor `python -c pass` "
           f"median {report['floor']['median_s']:.3f} s")
-    print(f"{'':28}" + "".join(f"{label:>14}" for label in labels))
+    print(f"{'':28}" + "".join(f"{label[:13]:>14}" for label in labels))
     rows = [("modules with bytecode", lambda e: e["bytecode"])]
     if report["embed_available"]:
         rows += [
@@ -226,9 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         __doc__, repeat=10, repeat_help="warm embed runs",
         check_help=f"exit 1 if a warm embed report takes more than "
                    f"{GOAL_WARM_MAX_S} s (or a command fails)")
-    parsed.add_argument("--baseline", type=pathlib.Path, default=None,
-                        metavar="DIR", help="also time the checkout at DIR, "
-                        "side by side (before/after figures)")
+    parsed.add_argument("--baseline", type=pathlib.Path, action="append",
+                        default=[], metavar="DIR",
+                        help="also time the checkout at DIR, side by side "
+                        "(before/after figures; repeatable; labelled by "
+                        "the directory's name)")
     args = benchlib.parse(parsed, argv)
     report = measure(args)
     plot = None
