@@ -468,13 +468,16 @@ class IronicDriver(ComputeDriver):
         else:
             del self._set_before[uuid]
         self._memory_version += 1
-        self._undo.record(lambda: self._put_memory(uuid, before))
+        self._undo.record(_put_memory, self._set_before, uuid, before)
 
-    def _put_memory(self, uuid: str, traits: frozenset[str] | None) -> None:
-        if traits is None:
-            self._set_before.pop(uuid, None)
-        else:
-            self._set_before[uuid] = traits
+
+def _put_memory(memory: dict[str, frozenset[str]], uuid: str,
+                traits: frozenset[str] | None) -> None:
+    """Undo one change to the driver's memory of what it set."""
+    if traits is None:
+        memory.pop(uuid, None)
+    else:
+        memory[uuid] = traits
 
 
 class _NodeReport(TraitReport):

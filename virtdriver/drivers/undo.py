@@ -24,7 +24,9 @@ class UndoLog:
     """Undo actions since the outermost open transaction, newest last."""
 
     def __init__(self) -> None:
-        self._undo: list[Callable[[], None]] = []
+        # (undo, args) pairs: a function and its arguments cost fewer
+        # objects than a closure per change (a cycle records one per node).
+        self._undo: list[tuple[Callable[..., None], tuple]] = []
         self._open: list[int] = []
 
     def begin(self) -> int:
@@ -32,11 +34,11 @@ class UndoLog:
         self._open.append(len(self._undo))
         return len(self._open)
 
-    def record(self, undo: Callable[[], None]) -> None:
-        """Remember how to undo a change just made (no-op when no
-        transaction is open: nothing could roll it back)."""
+    def record(self, undo: Callable[..., None], *args: object) -> None:
+        """Remember how to undo a change just made: ``undo(*args)`` (no-op
+        when no transaction is open: nothing could roll it back)."""
         if self._open:
-            self._undo.append(undo)
+            self._undo.append((undo, args))
 
     def commit(self, token: int) -> None:
         """Keep the changes of transaction ``token`` (and any it holds)."""
@@ -49,7 +51,8 @@ class UndoLog:
         first, and close it."""
         mark = self._close(token)
         while len(self._undo) > mark:
-            self._undo.pop()()
+            undo, args = self._undo.pop()
+            undo(*args)
 
     def _close(self, token: int) -> int:
         if token != len(self._open) or token < 1:

@@ -375,15 +375,18 @@ class ResourceTracker:
                 ownership=owned if mine else _NOTHING,
                 ledger=ledger.get(uuid) if existed and mine else None,
                 answered=answered)
-            if done.traits != record.traits:
+            final = record.traits
+            if done.traits != final:
                 self.tree.update_traits(uuid, done.traits)
+                final = done.traits
             if log_settlement(record, done):
                 quiet = False
             if mine:
                 ours.add(uuid)
                 removed_by[record.name] = done.removed_by_others
                 added_by[record.name] = done.added_by_others
-                changes[uuid] = done.ledger
+                # One set object for the ledger and the tree when equal.
+                changes[uuid] = final if done.ledger == final else done.ledger
             elif uuid in ledger:
                 changes[uuid] = None
         applied[0], config_quiet = self.provider_config.apply(
