@@ -126,11 +126,11 @@ BASE = {"total": 8, "reserved": 2, "min_unit": 2, "max_unit": 4,
         "step_size": 2, "allocation_ratio": 2.0}
 #: field -> values just inside and just outside its range, given BASE.
 EDGES = {
-    "total": ([4, MAX_INT], [3, 0, MAX_INT + 1, True, 8.0]),
-    "reserved": ([0, 8], [9, -1, False, 2.0]),
+    "total": ([4, MAX_INT], [3, 0, MAX_INT + 1, True, 8.0, None]),
+    "reserved": ([0, 8], [9, -1, False, 2.0, None]),
     "max_unit": ([2, 8, None], [1, 9, 0, True]),
-    "min_unit": ([1, 4], [5, 0, True, 1.0]),
-    "step_size": ([1, MAX_INT], [0, MAX_INT + 1, True]),
+    "min_unit": ([1, 4], [5, 0, True, 1.0, None]),
+    "step_size": ([1, MAX_INT], [0, MAX_INT + 1, True, None]),
     "allocation_ratio": ([1e-9, 1e300, 3], [0.0, -1.0, math.inf, math.nan,
                                             True, "2"]),
 }
