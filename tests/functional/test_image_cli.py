@@ -243,8 +243,4 @@ def test_rebuild_check_refuses_an_implied_trait_naming_its_property(
     status, out, _ = run(capsys, "rebuild-check", "--instance", inst,
                          "--image", vmdk, "--providers", providers, *FAKE)
     assert status == 1 and "disk_format='vmdk'" in out
-    # Not asked of Placement yet: refused rather than ignored.
-    status, _, err = run(capsys, "rebuild-check", "--instance", inst,
-                         "--image", vmdk, "--placement-url",
-                         "http://127.0.0.1:9", *FAKE)
-    assert status == 2 and "disk_format is not checked against" in err
+    # Against Placement: tests/functional/placement/test_rebuild_disk_format.py

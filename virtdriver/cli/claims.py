@@ -69,18 +69,13 @@ def _rebuild_check(args: argparse.Namespace, driver: ComputeDriver, conf,
     new_image = dict(image.properties)
     answer = None
     if args.placement_url:
-        if image.disk_format is not None:
-            raise CommandError(
-                f"{args.image}: disk_format is not checked against "
-                "Placement yet; leave it out of IMAGE.json for "
-                "--placement-url, or use --providers")
         # Imported here: the Placement client pulls in keystoneauth1.
         from virtdriver.placement.client import PlacementClient
         from virtdriver.placement.rebuild_source import (
             rebuild_check_with_placement)
         client = PlacementClient.from_url(placement_url(args.placement_url))
-        conflicts, answer = rebuild_check_with_placement(client, instance,
-                                                         new_image)
+        conflicts, answer = rebuild_check_with_placement(
+            client, instance, new_image, disk_format=image.disk_format)
     else:
         if args.providers:
             providers = providers_from_tree_json(load_data_file(

@@ -8,7 +8,13 @@ Placement the trait question the way its API supports and compares.
 Placement's answer
 ------------------
 The question is the one the rebuild rule checks: the traits the new image
-requires or forbids that the current image did not (:func:`asked_traits`).
+requires or forbids that the current image did not (:func:`asked_traits`)
+— its explicit ``trait:`` properties and the traits its other properties
+and its disk format imply (``hw_disk_bus=ide`` →
+``COMPUTE_STORAGE_BUS_IDE``, ``disk_format=qcow2`` →
+``COMPUTE_IMAGE_TYPE_QCOW2``, :mod:`virtdriver.claims.image_traits`).
+The instance's own disk format is not known, so a given one is always
+asked.
 For each tree the instance holds allocations in, one
 ``GET /resource_providers?in_tree=<root>&required=T1,!T2`` (microversion
 1.14 for ``in_tree``, 1.22 for ``!``).  Placement applies ``required`` to
@@ -57,7 +63,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from virtdriver.claims.extra_specs import image_traits
+from virtdriver.claims.image_traits import image_traits
 from virtdriver.claims.model import Instance
 from virtdriver.claims.rebuild import (
     TRAITS, Conflict, ProviderInfo, Providers, provider_lookup,
@@ -148,14 +154,15 @@ def placement_providers(client: PlacementClient, uuids: Iterable[str]
     return result
 
 
-def asked_traits(instance: Instance, new_image_properties: Mapping[str, Any]
+def asked_traits(instance: Instance, new_image_properties: Mapping[str, Any],
+                 disk_format: str | None = None
                  ) -> tuple[frozenset[str], frozenset[str]]:
     """The traits the rebuild rule checks on providers: those the new image
-    requires and forbids that the current image did not (valid names)."""
-    required, forbidden, _ = image_traits(dict(new_image_properties or {}))
-    old_required, old_forbidden, _ = image_traits(
-        dict(instance.image_properties))
-    return required - old_required, forbidden - old_forbidden
+    (its properties and ``disk_format``, when given) requires and forbids
+    that the current image's properties did not (valid names)."""
+    new = image_traits(new_image_properties, disk_format)
+    old = image_traits(instance.image_properties)
+    return new.required - old.required, new.forbidden - old.forbidden
 
 
 @dataclass(frozen=True)
@@ -234,7 +241,8 @@ def placement_answer(client: PlacementClient, instance: Instance,
                      new_image_properties: Mapping[str, Any], *,
                      providers: Providers | None = None,
                      conflicts: Sequence[Conflict] | None = None,
-                     allocations_from: str = "instance") -> PlacementAnswer:
+                     allocations_from: str = "instance",
+                     disk_format: str | None = None) -> PlacementAnswer:
     """Ask Placement the rebuild's trait question and compare its answer
     with ``rebuild_conflicts``' verdict.
 
@@ -245,13 +253,16 @@ def placement_answer(client: PlacementClient, instance: Instance,
         conflicts: ``rebuild_conflicts``' result for the same arguments, if
             already computed (else it is computed here).
         allocations_from: recorded in the answer.
+        disk_format: the new image's, when known: its
+            ``COMPUTE_IMAGE_TYPE_*`` trait is asked like the others.
 
     Raises:
         MicroversionUnsupported: forbidden traits asked of a Placement
             older than 1.22.
         PlacementError: a request failed.
     """
-    required, forbidden = asked_traits(instance, new_image_properties)
+    required, forbidden = asked_traits(instance, new_image_properties,
+                                       disk_format)
     allocations = dict(instance.allocations)
     if not (required or forbidden):
         return PlacementAnswer(False, allocations=allocations,
@@ -264,7 +275,7 @@ def placement_answer(client: PlacementClient, instance: Instance,
     lookup = provider_lookup(providers)
     if conflicts is None:
         conflicts = rebuild_conflicts(instance, new_image_properties,
-                                      providers)
+                                      providers, disk_format=disk_format)
     infos = {u: lookup(u) for u in allocations}
     root_of = {u: (i.root_uuid or u) for u, i in infos.items() if i}
     for root in set(root_of.values()):
@@ -306,15 +317,19 @@ class RebuildCheck(NamedTuple):
 
 
 def rebuild_check_with_placement(client: PlacementClient, instance: Instance,
-                                 new_image_properties: Mapping[str, Any]
+                                 new_image_properties: Mapping[str, Any], *,
+                                 disk_format: str | None = None
                                  ) -> RebuildCheck:
     """The rebuild check on Placement's facts, and Placement's own answer.
 
     ``instance`` is read from INSTANCE.json: its uuid, flavor and current
     image are used as given; its allocations too, unless it has none —
     then they are read from Placement (``GET /allocations/{uuid}``).  The
-    providers' traits and roots always come from Placement.  When the new
-    image asks no new trait, no provider is consulted and nothing is sent.
+    providers' traits and roots always come from Placement.  ``disk_format``
+    is the new image's (IMAGE.json's), when known: its
+    ``COMPUTE_IMAGE_TYPE_*`` trait is checked and asked like the traits
+    the properties imply.  When the new image asks no new trait, no
+    provider is consulted and nothing is sent.
 
     Returns:
         ``(conflicts, answer)``: ``rebuild_conflicts``' list (empty: the
@@ -324,9 +339,11 @@ def rebuild_check_with_placement(client: PlacementClient, instance: Instance,
         PlacementError: a request failed (``PlacementUnavailable`` when
             Placement cannot answer).
     """
-    required, forbidden = asked_traits(instance, new_image_properties)
+    required, forbidden = asked_traits(instance, new_image_properties,
+                                       disk_format)
     if not (required or forbidden):
-        conflicts = rebuild_conflicts(instance, new_image_properties, {})
+        conflicts = rebuild_conflicts(instance, new_image_properties, {},
+                                      disk_format=disk_format)
         return RebuildCheck(conflicts, PlacementAnswer(
             False, allocations=instance.allocations))
     source = "instance"
@@ -336,10 +353,12 @@ def rebuild_check_with_placement(client: PlacementClient, instance: Instance,
                             instance.image_properties,
                             placement_allocations(client, instance.uuid))
     providers = placement_providers(client, instance.allocations)
-    conflicts = rebuild_conflicts(instance, new_image_properties, providers)
+    conflicts = rebuild_conflicts(instance, new_image_properties, providers,
+                                  disk_format=disk_format)
     return RebuildCheck(conflicts, placement_answer(
         client, instance, new_image_properties, providers=providers,
-        conflicts=conflicts, allocations_from=source))
+        conflicts=conflicts, allocations_from=source,
+        disk_format=disk_format))
 
 
 # -- asking ------------------------------------------------------------------
