@@ -59,9 +59,9 @@ DAEMON_TIMEOUT = 5.0
 #: The user libvirt's QEMU driver runs QEMU as when privileged.
 QEMU_USER = "libvirt-qemu"
 #: Seconds a process waits for another process's hold on an embed root.
-#: Longer than filelock's default: every holder may spend ~8 s probing
-#: QEMU (libvirt 9.0 re-probes when the cache was written on a CPU whose
-#: CPUID differs, as in some VMs): six queued reports took ~50 s here.
+#: Longer than filelock's default: a holder on a cold root spends ~8 s
+#: probing QEMU, and before :func:`on_probe_cpu` every holder could (six
+#: queued reports took ~50 s here).
 EMBED_LOCK_TIMEOUT = 120.0
 #: libvirt's QEMU driver pid file, relative to the embed root.
 EMBED_PID_FILE = Path("run") / "qemu" / "driver.pid"
