@@ -248,6 +248,28 @@ def test_before_reads_the_tree_as_it_was_at_the_savepoint():
         savepoint.release()
 
 
+def test_before_reads_on_across_an_inner_rollback():
+    tree, root, kids = host()
+    with tree.lock:
+        then = tree.snapshot()
+        outer = tree.savepoint()
+        tree.new_child("a", root)
+        inner = tree.savepoint()
+        tree.new_child("b", kids[0])
+        tree.update_traits(kids[2], [SSE])
+        assert outer.before.get_provider_uuids() == then.get_provider_uuids()
+        inner.rollback()  # cuts the log below what the view has read
+        tree.new_child("c", kids[1])  # new entries where the cut ones were
+        tree.update_traits(kids[0], [SSE])
+        tree.remove(kids[2])
+        before = outer.before
+        assert before.get_provider_uuids() == then.get_provider_uuids()
+        for uuid in then.get_provider_uuids():
+            assert before.data(uuid) is then.data(uuid)
+        assert not before.exists("a") and not before.exists("c")
+        outer.rollback()
+
+
 # -- stamps ---------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ NAMES = [f"p{n}" for n in range(12)]
 #: Operation codes; ``a`` and ``b`` pick a provider, a name, a value.
 OPS = ["root", "child", "child", "remove", "inventory", "traits",
        "generation", "populate", "savepoint", "savepoint", "rollback",
-       "release", "rollback_outer", "snapshot"]
+       "release", "rollback_outer", "snapshot", "peek", "peek"]
 steps = st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 99),
                            st.integers(0, 99)), max_size=60)
 
@@ -93,6 +93,10 @@ def test_rollback_gives_back_exactly_the_savepoints_tree(sequence):
                 ended = stack[where:] if where == 0 else stack[-1:]
                 assert all(not each[0].active for each in ended)
                 del stack[len(stack) - len(ended):]
+            elif op == "peek":  # read a view mid-way (it reads on later)
+                if stack:
+                    savepoint, _, then = stack[a % len(stack)]
+                    check_before(savepoint, then)
             elif op == "snapshot":
                 snapshot = tree.snapshot()
                 snapshots.append((snapshot, snapshot.to_json()))

@@ -33,7 +33,7 @@ class Journal:
     Not thread-safe: the tree's lock guards it.
     """
 
-    __slots__ = ("log", "stack", "taken")
+    __slots__ = ("log", "stack", "taken", "undos")
 
     def __init__(self) -> None:
         #: The log while a savepoint is active, else ``None``.
@@ -41,6 +41,8 @@ class Journal:
         self.stack: list[Savepoint] = []
         #: How many savepoints were ever taken (to number them).
         self.taken = 0
+        #: How many times entries were undone (cut from the log).
+        self.undos = 0
 
     def begin(self, tree) -> Savepoint:
         """A new innermost savepoint of ``tree``."""
@@ -105,6 +107,7 @@ class Savepoint:
             if len(log) > self._mark:
                 self._tree._writable().undo(log[self._mark:])
                 del log[self._mark:]
+                self._journal.undos += 1
             self._journal.end(self, "rolled back")
 
     def release(self) -> None:
@@ -148,9 +151,6 @@ class Savepoint:
                 f"savepoint #{self.number} was already {self._ended}, so "
                 f"{what} cannot use it; take a new tree.savepoint()")
 
-    def _entries(self) -> list:
-        return self._journal.log[self._mark:]
-
 
 class TreeBefore:
     """Reads of a tree as it was at a savepoint.
@@ -159,14 +159,15 @@ class TreeBefore:
     ``get_provider_uuids_in_tree`` and ``subtree_stamp``, with the
     semantics of :class:`~virtdriver.resource_tracker.snapshot.TreeReader`.
     Valid while the savepoint is active (then :class:`SavepointError`);
-    each read costs what it returns, plus one pass over the writes since
-    the savepoint after each new write.
+    each read costs what it returns, plus reading the log entries written
+    since the last read (all of them again after an inner rollback).
     """
 
     def __init__(self, savepoint: Savepoint) -> None:
         self._savepoint = savepoint
         self._tree = savepoint._tree
-        self._seen: tuple | None = None
+        self._undos: int | None = None  # not read yet
+        self._read = savepoint._mark
 
     def exists(self, name_or_uuid: str) -> bool:
         """Whether a provider had this name or uuid."""
@@ -212,23 +213,32 @@ class TreeBefore:
     # -- internals -------------------------------------------------------
 
     def _refresh(self) -> None:
-        """(Re)read the log if it changed since the last read."""
-        self._savepoint._check("before")
-        tree = self._tree
-        seen = (len(self._savepoint._journal.log), tree._counter)
-        if seen == self._seen:
-            return
-        self._old: dict[int, dict] = {UUID: {}, NAME: {}, STAMP: {}}
-        self._child_entries: dict[str | None, list] = {}
-        self._children: dict[str | None, dict | None] = {}
-        for entry in self._savepoint._entries():
-            kind, key, _ = entry
+        """Read the log entries written since the last read.
+
+        The log only grows between undos; after one (an inner savepoint
+        rolled back) start over from the savepoint's mark.
+        """
+        savepoint = self._savepoint
+        savepoint._check("before")
+        journal = savepoint._journal
+        log = journal.log
+        if self._undos != journal.undos:
+            self._undos = journal.undos
+            self._read = savepoint._mark
+            self._old: dict[int, dict] = {UUID: {}, NAME: {}, STAMP: {}}
+            self._child_entries: dict[str | None, list] = {}
+            self._children: dict[str | None, dict | None] = {}
+        for position in range(self._read, len(log)):
+            entry = log[position]
+            kind, key, old = entry
             table = self._old.get(kind)
             if table is None:
+                # A child set already worked out stays right: later
+                # entries never change what it was at the savepoint.
                 self._child_entries.setdefault(key, []).append(entry)
             elif key not in table:  # the oldest before-image wins
-                table[key] = entry[2]
-        self._seen = seen
+                table[key] = old
+        self._read = len(log)
 
     def _lookup(self, kind: int, key: str, now: dict):
         old = self._old[kind].get(key, self)
