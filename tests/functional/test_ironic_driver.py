@@ -16,6 +16,7 @@ import os_traits
 import pytest
 
 from virtdriver.capabilities.traits.capability_flags import CAPABILITY_TRAITS
+from virtdriver.capabilities.traits.model import TraitState
 from virtdriver.conf import make_conf
 from virtdriver.drivers import ironic, ironic_inventory
 from virtdriver.drivers.base import DriverError, NodeNotFoundError
@@ -208,7 +209,7 @@ def test_a_trait_no_longer_named_is_removed_once_then_foreign(
     write(inventory, node(traits=[]), node(SILVER))
     assert driver.ownership_for(GOLD).owns("CUSTOM_RAID5")
     assert driver.node_capabilities(GOLD).traits.state("CUSTOM_RAID5") \
-        is ironic.TraitState.UNASSERTED
+        is TraitState.UNASSERTED
     driver.update_provider_tree(tree, GOLD)
     assert "CUSTOM_RAID5" not in tree.data(GOLD).traits
     # Removed and forgotten: now someone else's to set.
@@ -361,7 +362,6 @@ def test_each_report_is_the_report_its_results_make(driver, inventory):
     built from the results the plain way, for asserted, removed and
     stale traits alike."""
     from virtdriver.capabilities.traits.derive import TraitReport
-    from virtdriver.capabilities.traits.model import TraitState
     from virtdriver.capabilities.traits.ownership import Ownership
     tree = ProviderTree()
     update_all(driver, tree)     # GOLD: CUSTOM_RAID5 set by the driver
@@ -380,3 +380,21 @@ def test_each_report_is_the_report_its_results_make(driver, inventory):
     gold = driver.node_capabilities(GOLD).traits
     assert {"CUSTOM_GPU"} <= gold.asserted
     assert {"CUSTOM_NVME", "CUSTOM_RAID5"} <= gold.unasserted  # RAID5: stale
+
+
+def test_a_reread_keeps_unchanged_nodes_and_shows_changed_facts(
+        driver, inventory):
+    """Nodes whose entry did not change keep their record (so their
+    stamps stay identical); any change, even 64 -> 64.0, is a new one."""
+    before = {name: driver.node_stamp(name) for name in (GOLD, SILVER)}
+    write(inventory, node(traits=["CUSTOM_RAID5"]),
+          node(SILVER, properties={"cpus": 64.0}))
+    driver.get_available_nodes(refresh=True)
+    assert driver.node_stamp(GOLD)[0] is before[GOLD][0]
+    assert driver.node_stamp(SILVER) != before[SILVER]
+    write(inventory, node(traits=["CUSTOM_RAID5"]),
+          node(SILVER, properties={"cpus": 64}))
+    driver.get_available_nodes(refresh=True)
+    facts = driver.node_capabilities(SILVER).facts["properties"]
+    assert type(facts["cpus"]) is int
+    assert driver.node_stamp(GOLD)[0] is before[GOLD][0]

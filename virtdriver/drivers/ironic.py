@@ -42,12 +42,8 @@ from typing import Any
 
 from oslo_config import cfg
 
-from virtdriver.capabilities.traits import capability_flags
 from virtdriver.capabilities.traits.apply import apply_report
-from virtdriver.capabilities.traits.config import TraitConfig
 from virtdriver.capabilities.traits.derive import TraitReport
-from virtdriver.capabilities.traits.model import (
-    DerivationInputs, Evidence, TraitResult, TraitState)
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.conf.reader import ConfigError, OptionReader
 from virtdriver.drivers.base import (
@@ -55,56 +51,13 @@ from virtdriver.drivers.base import (
     ProviderTreeLike)
 from virtdriver.drivers.ironic_inventory import (
     BareMetalNode, FileWatch, InventoryError, load_inventory)
+from virtdriver.drivers.ironic_report import (
+    CAPABILITY_TRAITS, FAMILY, IRONIC_CAPABILITIES, NodeReports)
 from virtdriver.drivers.undo import UndoLog
 
-#: What bare metal can do, as Nova's ironic driver declares it.  Every
-#: ``supports_*`` name of :data:`capability_flags.CAPABILITY_TRAITS` is
-#: declared, so each ``COMPUTE_*`` trait is decided, never left out.  Images
-#: are written to the node's disk by the deploy ramdisk, which takes whole
-#: disk images as raw or qcow2 (and partition images, glance's ami);
-#: kernel/ramdisk (aki/ari) are not deployable alone, and iso and the
-#: hypervisor formats (vmdk, vhd, vhdx, vdi, ploop) are not deployed.
-IRONIC_CAPABILITIES: Mapping[str, bool] = MappingProxyType({
-    "has_imagecache": False,
-    "supports_evacuate": False,
-    "supports_migrate_to_same_host": False,
-    "supports_attach_interface": True,
-    "supports_device_tagging": False,
-    "supports_tagged_attach_interface": False,
-    "supports_tagged_attach_volume": False,
-    "supports_extend_volume": False,
-    "supports_multiattach": False,
-    "supports_trusted_certs": False,
-    "supports_accelerators": False,
-    "supports_socket_pci_numa_affinity": False,
-    "supports_remote_managed_ports": False,
-    "supports_address_space_passthrough": False,
-    "supports_address_space_emulated": False,
-    "supports_mem_backing_file": False,
-    "supports_virtio_fs": False,
-    "supports_rescue_bfv": False,
-    "supports_same_host_cold_migrate": False,
-    "supports_ephemeral_encryption": False,
-    "supports_ephemeral_encryption_luks": False,
-    "supports_ephemeral_encryption_plain": False,
-    "supports_image_type_aki": False,
-    "supports_image_type_ami": True,
-    "supports_image_type_ari": False,
-    "supports_image_type_iso": False,
-    "supports_image_type_qcow2": True,
-    "supports_image_type_raw": True,
-    "supports_image_type_ploop": False,
-    "supports_image_type_vdi": False,
-    "supports_image_type_vhd": False,
-    "supports_image_type_vhdx": False,
-    "supports_image_type_vmdk": False,
-})
+__all__ = ["CAPABILITY_TRAITS", "FAMILY", "IRONIC_CAPABILITIES",
+           "InventoryReadError", "IronicDriver", "node_inventory"]
 
-#: The ``COMPUTE_*`` traits following :data:`IRONIC_CAPABILITIES`; owned on
-#: every node, so inspection data may not name them.
-CAPABILITY_TRAITS = capability_flags.FAMILY.traits
-#: The family name inspection-data traits are reported under.
-FAMILY = "node inspection"
 _NONE: frozenset[str] = frozenset()
 
 class InventoryReadError(DriverError):
@@ -159,15 +112,8 @@ class IronicDriver(ComputeDriver):
                 "line: --inventory FILE), JSON or YAML, see "
                 "docs/ironic-driver.md")
         self._path = pathlib.Path(inventory_path)
-        self._capability_results = _capability_results(
-            _image_type_exclude_list(conf))
-        # The capability results by state, once: each node's report adds
-        # its own few (if they answer for exactly the capability traits).
-        grouped = TraitReport(self._capability_results, Ownership())
-        self._capability_groups = (
-            {state: grouped.names(state) for state in TraitState}
-            if frozenset(self._capability_results) == CAPABILITY_TRAITS
-            else None)
+        self._reports = NodeReports(_image_type_exclude_list(conf),
+                                    str(self._path))
         self._lock = threading.RLock()
         self._watch = FileWatch(self._path)
         self._inventory: _Inventory | None = None
@@ -376,7 +322,15 @@ class IronicDriver(ComputeDriver):
         self._install(nodes)
 
     def _install(self, nodes: Iterable[BareMetalNode]) -> None:
-        by_uuid = {node.uuid: node for node in nodes}
+        # A node whose entry did not change keeps its record object, so
+        # its node_stamp stays identical (compared in O(1)), not just equal.
+        old = self._inventory.by_uuid if self._inventory else {}
+        by_uuid = {}
+        for node in nodes:
+            before = old.get(node.uuid)
+            by_uuid[node.uuid] = before if (
+                before == node and _same(before.properties, node.properties)
+            ) else node
         by_name = {node.name: node.uuid for node in by_uuid.values()}
         for uuid in [u for u in self._set_before if u not in by_uuid]:
             self._set_memory(uuid, frozenset())
@@ -413,44 +367,9 @@ class IronicDriver(ComputeDriver):
         if cached is not None and cached[0] is node and cached[1] == stale:
             return cached[2]
         owned = Ownership(CAPABILITY_TRAITS | node.managed_traits | stale)
-        derived = (owned, self._report(node, stale, owned))
+        derived = (owned, self._reports.report(node, stale, owned))
         self._last = (node, stale, derived)
         return derived
-
-    def _report(self, node: BareMetalNode, stale: frozenset[str],
-                owned: Ownership) -> TraitReport:
-        """Capability traits, then the node's inspection traits and any it
-        set before that the inspection data no longer names (``owned``:
-        those names, the report's ownership)."""
-        who = (f"node {node.name} ({node.uuid})" if node.name != node.uuid
-               else f"node {node.uuid}")
-        document = f"{who} inspection data"
-        source = str(self._path)
-        results = dict(self._capability_results)
-        for trait in node.asserted_traits:
-            results[trait] = TraitResult(trait, TraitState.ASSERTED, FAMILY, (
-                Evidence(document, f"lists {trait}", source=source),))
-        for trait in node.removed_traits:
-            results[trait] = TraitResult(
-                trait, TraitState.UNASSERTED, FAMILY, (Evidence(
-                    document, f"lists {trait} as removed", source=source),))
-        for trait in stale:
-            results[trait] = TraitResult(
-                trait, TraitState.UNASSERTED, FAMILY, (Evidence(
-                    document, f"no longer names {trait}, which this driver "
-                    "set from it before", source=source),))
-        groups = self._capability_groups
-        if groups is None or len(results) != len(
-                self._capability_results) + len(node.asserted_traits) + len(
-                node.removed_traits) + len(stale):
-            # A name in two of the groups: regroup them all.
-            return TraitReport(results, Ownership(frozenset(results)))
-        return _NodeReport(results, owned, {
-            TraitState.ASSERTED: groups[TraitState.ASSERTED]
-            | node.asserted_traits,
-            TraitState.UNASSERTED: groups[TraitState.UNASSERTED]
-            | node.removed_traits | stale,
-            TraitState.UNKNOWN: groups[TraitState.UNKNOWN]})
 
     def _remember(self, node: BareMetalNode) -> None:
         """Record that ``node``'s asserted traits are what the driver set
@@ -471,6 +390,20 @@ class IronicDriver(ComputeDriver):
         self._undo.record(_put_memory, self._set_before, uuid, before)
 
 
+def _same(one: Any, other: Any) -> bool:
+    """Equal, and of the same types throughout (``1``, ``1.0`` and
+    ``True`` are equal, but a fact should show what the file says)."""
+    if type(one) is not type(other):
+        return False
+    if isinstance(one, Mapping):
+        return one.keys() == other.keys() and all(
+            _same(one[key], other[key]) for key in one)
+    if isinstance(one, list):
+        return len(one) == len(other) and all(
+            _same(a, b) for a, b in zip(one, other, strict=True))
+    return one == other
+
+
 def _put_memory(memory: dict[str, frozenset[str]], uuid: str,
                 traits: frozenset[str] | None) -> None:
     """Undo one change to the driver's memory of what it set."""
@@ -480,37 +413,12 @@ def _put_memory(memory: dict[str, frozenset[str]], uuid: str,
         memory[uuid] = traits
 
 
-class _NodeReport(TraitReport):
-    """A node's :class:`TraitReport`, its traits by state given (the
-    capability results' groups, made once per driver, and the node's own
-    few) instead of regrouping every result for every node; the same
-    report otherwise (``tests/functional/test_ironic_driver.py`` checks)."""
-
-    def __init__(self, results: Mapping[str, TraitResult],
-                 ownership: Ownership,
-                 groups: Mapping[TraitState, frozenset[str]]) -> None:
-        object.__setattr__(self, "results", results)
-        object.__setattr__(self, "ownership", ownership)
-        object.__setattr__(self, "invalid", ())
-        object.__setattr__(self, "_by_state", MappingProxyType(dict(groups)))
-
-
 def node_inventory(node: BareMetalNode) -> dict[str, dict[str, Any]]:
     """One unit of the node's resource class, reserved while unavailable."""
     return {node.placement_resource_class: {
         "total": 1, "reserved": 0 if node.available else 1,
         "min_unit": 1, "max_unit": 1, "step_size": 1,
         "allocation_ratio": 1.0}}
-
-
-def _capability_results(excluded: tuple[str, ...]
-                        ) -> Mapping[str, TraitResult]:
-    """The ``COMPUTE_*`` results, the same for every node: derived once."""
-    inputs = DerivationInputs(
-        driver_capabilities=IRONIC_CAPABILITIES,
-        config=TraitConfig(image_type_exclude_list=excluded))
-    return MappingProxyType({result.trait: result for result
-                             in capability_flags.FAMILY.derive(inputs)})
 
 
 def _image_type_exclude_list(conf: cfg.ConfigOpts | None) -> tuple[str, ...]:

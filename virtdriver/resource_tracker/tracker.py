@@ -5,7 +5,9 @@ over the tree, the ledger and the driver's own memory, under the state
 directory's OS file lock (:mod:`virtdriver.filelock`) and the tree's lock:
 
 1. re-read the ledger if another process changed it; snapshot the tree
-   (O(1)); open a driver transaction (:meth:`ComputeDriver.begin_update`);
+   (O(1)) and take a savepoint for the node (its baseline; a failed node
+   is rolled back in O(its writes)); open a driver transaction
+   (:meth:`ComputeDriver.begin_update`);
 2. let the driver update the node's providers — it applies its own trait
    report (owned traits follow it, unknown ones stay, others untouched);
 3. settle each provider *of the node* with :func:`~.reconcile.settle`
@@ -19,6 +21,9 @@ If anything fails the tree is put back exactly (generations included,
 :meth:`ProviderTree.restore`), the driver's memory is rolled back, the
 ledger file is not written, and the error propagates: a retry does what
 the failed attempt would have done.
+
+In :meth:`ResourceTracker.update_all` a node whose inputs are all as the
+tracker left them is skipped (:mod:`.fast_path`).
 
 ``docs/resource-tracker.md`` has the whole story.
 """
