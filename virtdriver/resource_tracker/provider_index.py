@@ -116,7 +116,10 @@ class ProviderIndex:
             log.append((STAMP, root, self.stamps.get(root, MISSING)))
         self.by_uuid[uuid] = record
         self.by_name[record.name] = uuid
-        self._child_set(parent)[uuid] = None
+        if parent in self._owned:
+            self.children[parent][uuid] = None
+        else:
+            self._child_set(parent)[uuid] = None
         self.stamps[root] = stamp
 
     def put(self, record: ProviderData, stamp: int,

@@ -129,7 +129,9 @@ class ProviderTree(TreeReader):
         """
         with self._lock:
             record = _new_record(self._index, name, None, uuid, generation)
-            self._add(record)
+            self._counter += 1
+            index = self._writable() if self._shared else self._index
+            index.add(record, self._counter, self._journal.log)
             return record.uuid
 
     def new_child(self, name: str, parent: str, uuid: str | None = None,
@@ -150,7 +152,9 @@ class ProviderTree(TreeReader):
             if uuid is None and isinstance(name, str):
                 uuid = child_uuid(above.uuid, name)
             record = _new_record(self._index, name, above, uuid, generation)
-            self._add(record)
+            self._counter += 1
+            index = self._writable() if self._shared else self._index
+            index.add(record, self._counter, self._journal.log)
             return record.uuid
 
     def remove(self, name_or_uuid: str) -> None:
