@@ -96,7 +96,7 @@ def _support(el: etree._Element | None) -> Support:
     if el is None:
         return NOT_REPORTED
     enums = [(enum.get("name", ""), _values(enum))
-             for enum in el.iterchildren("enum")]
+             for enum in el.iterchildren("enum")] if len(el) else ()
     supported = el.get("supported")
     flag = YES_NO.get(supported)  # type: ignore[arg-type]
     if flag is None and supported is not None:
@@ -180,16 +180,24 @@ class _DomainReader(ValueReader):
             return _NO_CUSTOM
         models = []
         for el in mode.iterchildren("model"):
-            # Once per named CPU model (140 in a q35 document).
-            get = el.get
-            usable = get("usable")
-            flag = YES_NO.get(usable)  # type: ignore[arg-type]
-            if flag is None and usable is not None:
-                flag = yes_no(usable)
+            # Once per named CPU model (140 in a q35 document); items()
+            # reads only the attributes present, in one call.
+            usable = vendor = canonical = None
+            deprecated = False
+            for name, value in el.items():
+                if name == "usable":
+                    usable = YES_NO.get(value)
+                    if usable is None:
+                        usable = yes_no(value)
+                elif name == "vendor":
+                    vendor = value
+                elif name == "canonical":
+                    canonical = value
+                elif name == "deprecated":
+                    deprecated = value == "yes"
             text = el.text
-            models.append(_CPUModel(text.strip() if text else "", flag,
-                                    get("vendor"), get("deprecated") == "yes",
-                                    get("canonical")))
+            models.append(_CPUModel(text.strip() if text else "", usable,
+                                    vendor, deprecated, canonical))
         return _Custom(yes_no(mode.get("supported")), tuple(models))
 
     def _devices(self, devices: etree._Element | None) -> Devices:

@@ -149,25 +149,29 @@ class _HostReader(ValueReader):
                      distances, cpus)
 
     def _cell_cpus(self, cpus: etree._Element) -> tuple[CellCPU, ...]:
-        # The hot loop of a large host (one element per host CPU): the
-        # all-digits check is inlined, anything else takes int_attr's path.
-        int_attr = self.int_attr
+        # The hot loop of a large host (one element per host CPU): one
+        # items() call reads only the attributes present, the all-digits
+        # check is inline; anything else is left to _cell_cpu_checked,
+        # which refuses it with int_attr's errors, in the usual order.
         cpusets: dict[str, frozenset[int]] = {}  # siblings repeat per core
         found = []
         for el in cpus.iterchildren("cpu"):
-            get = el.get
-            ids = [get("id"), get("socket_id"), get("die_id"),
-                   get("cluster_id"), get("core_id")]
-            if ids[0] is None:
-                self.required_int(el, "id")  # raises: id is required
-            for at, value in enumerate(ids):
-                if value is not None:
+            ids = [None, None, None, None, None]
+            siblings = ""
+            for name, value in el.items():
+                at = _CPU_AT.get(name)
+                if at is not None:
                     if (value.isdigit() and value.isascii()
                             and len(value) <= MAX_DIGITS):
                         ids[at] = int(value)
                     else:
-                        ids[at] = int_attr(el, _CPU_ATTRS[at])
-            siblings = get("siblings") or ""
+                        ids[0] = None
+                        break
+                elif name == "siblings":
+                    siblings = value
+            if ids[0] is None:
+                found.append(self._cell_cpu_checked(el))
+                continue
             sibling_ids = cpusets.get(siblings)
             if sibling_ids is None:
                 if (siblings.isdigit() and siblings.isascii()
@@ -175,10 +179,28 @@ class _HostReader(ValueReader):
                         and int(siblings) <= MAX_CPU_ID):
                     sibling_ids = frozenset((int(siblings),))
                 else:
-                    sibling_ids = self._cpuset(el, "siblings", siblings)
+                    sibling_ids = self._siblings(el, siblings)
                 cpusets[siblings] = sibling_ids
             found.append(_CellCPU(*ids, sibling_ids))
         return tuple(found)
+
+    def _cell_cpu_checked(self, el: etree._Element) -> CellCPU:
+        int_attr = self.int_attr
+        return _CellCPU(self.required_int(el, "id"), int_attr(el, "socket_id"),
+                        int_attr(el, "die_id"), int_attr(el, "cluster_id"),
+                        int_attr(el, "core_id"),
+                        self._siblings(el, el.get("siblings", "")))
+
+    def _siblings(self, el: etree._Element, siblings: str) -> frozenset[int]:
+        # "0,16" (an SMT pair) without parse_cpuset's general path.
+        parts = siblings.split(",")
+        if (siblings.replace(",", "").isdigit() and siblings.isascii()
+                and "" not in parts
+                and max(map(len, parts)) <= _MAX_ID_DIGITS):
+            ids = frozenset(map(int, parts))
+            if max(ids) <= MAX_CPU_ID:
+                return ids
+        return self._cpuset(el, "siblings", siblings)
 
     def _bank(self, el: etree._Element) -> CacheBank:
         required = self.required_int
@@ -249,4 +271,5 @@ class _HostReader(ValueReader):
             raise self.error(el, f"attribute {name}: {exc}") from None
 
 
-_CPU_ATTRS = ("id", "socket_id", "die_id", "cluster_id", "core_id")
+_CPU_AT = {name: at for at, name in enumerate(
+    ("id", "socket_id", "die_id", "cluster_id", "core_id"))}
