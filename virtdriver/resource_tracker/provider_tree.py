@@ -295,7 +295,7 @@ class ProviderTree(TreeReader):
         if generation is None:
             generation = current.generation
         elif type(generation) is not int or generation < 0:
-            check_generation(current.label, generation)  # raises
+            generation = check_generation(current.label, generation)
         changed = False
         if inventory is None or inventory == current.inventory:
             inventory = current.inventory
