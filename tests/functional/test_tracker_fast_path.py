@@ -334,3 +334,12 @@ def test_the_fast_path_changes_nothing_a_full_cycle_would_not(rounds):
             assert observed(fast, fast.update_all()) == \
                 observed(full, full.update_all())
         assert fast.driver.updated == []
+
+
+def test_a_stamp_that_raises_means_the_full_update(tmp_path):
+    class Raising(Counting):
+        def node_stamp(self, nodename):
+            raise RuntimeError("no idea")
+
+    tracker = steady(tmp_path, cls=Raising)
+    assert cycle(tracker) == sorted(NODES)

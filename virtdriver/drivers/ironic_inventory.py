@@ -32,6 +32,7 @@ everything else on its provider belongs to someone else.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import os
 import pathlib
@@ -104,6 +105,7 @@ class BareMetalNode:
             self.provision_state in USABLE_STATES
 
 
+@functools.lru_cache(maxsize=1024)  # a few classes, named by many nodes
 def _resource_class(name: str) -> str:
     # normalize_name() would turn an already custom name into CUSTOM_CUSTOM_.
     if os_resource_classes.is_custom(name.upper()):

@@ -89,6 +89,15 @@ def mark(nodename: str, stamp: object, tree: ProviderTree, root: str,
         result=UpdateResult(nodename, _NO_DIFF, NO_DRIFT, NOTHING_KEPT))
 
 
+def driver_stamp(driver: ComputeDriver, nodename: str) -> object | None:
+    """``driver.node_stamp(nodename)``; ``None`` (do the full update,
+    which reports what is wrong) if it raises."""
+    try:
+        return driver.node_stamp(nodename)
+    except Exception:  # noqa: BLE001 - any doubt: no fast path
+        return None
+
+
 def unchanged(found: NodeMark, nodename: str, driver: ComputeDriver,
               tree: ProviderTree, ledger: Ledger,
               applied: AppliedRecord | None, config: object) -> bool:
@@ -97,7 +106,7 @@ def unchanged(found: NodeMark, nodename: str, driver: ComputeDriver,
     if (config is None or found.config is not config
             or tree.subtree_stamp(found.root) != found.tree):
         return False
-    stamp = driver.node_stamp(nodename)
+    stamp = driver_stamp(driver, nodename)
     if stamp is None or stamp != found.driver:
         return False
     entry = ledger.entry

@@ -91,6 +91,14 @@ class ProviderConfigStep:
             return NO_FILES
         return self._load()
 
+    def last_token(self) -> object | None:
+        """:meth:`token` as of the last load, without looking at the
+        directory (no I/O): whether an update ran with the files the
+        cycle began with."""
+        if self.location is None:
+            return NO_FILES
+        return self._config if self.problem is None else None
+
     def apply(self, tree: ProviderTree, root_uuid: str, scope: list[str],
               owned: Ownership, record: AppliedRecord
               ) -> tuple[AppliedRecord, bool]:

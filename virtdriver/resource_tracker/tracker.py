@@ -242,7 +242,7 @@ class ResourceTracker:
         (a failure is undone and recorded in ``errors``), then marked if
         it ended in a fixed point (:mod:`.fast_path`)."""
         record = applied[0] if self.provider_config.enabled else None
-        stamp = self.driver.node_stamp(nodename)
+        stamp = fast_path.driver_stamp(self.driver, nodename)
         inner = self.driver.begin_update()
         node_changes: dict[str, frozenset[str] | None] = {}
         node_applied = list(applied)
@@ -264,8 +264,8 @@ class ResourceTracker:
         applied[0] = node_applied[0]
         # A mark only after a fixed point (module doc of .fast_path).
         if (quiet is not None and stamp is not None and not result.kept
-                and self.provider_config.token() is config
-                and self.driver.node_stamp(nodename) == stamp):
+                and self.provider_config.last_token() is config
+                and fast_path.driver_stamp(self.driver, nodename) == stamp):
             marks[nodename] = fast_path.mark(
                 nodename, stamp, self.tree, quiet, ours, ledger,
                 node_changes, node_applied[0] if record is not None
