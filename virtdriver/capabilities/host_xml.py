@@ -251,17 +251,24 @@ class _HostReader(ValueReader):
         return _Domain(domain.get("type", ""), emulator, tuple(machines))
 
     def _machine(self, el: etree._Element) -> GuestMachine:
-        # Once per machine type (hundreds in a real document).
+        # Once per machine type (hundreds in a real document); items()
+        # reads only the attributes present, in one call.
+        canonical = max_cpus = None
+        deprecated = False
+        for name, value in el.items():
+            if name == "maxCpus":
+                if (value.isdigit() and value.isascii()
+                        and len(value) <= MAX_DIGITS):
+                    max_cpus = int(value)
+                else:
+                    max_cpus = self.int_attr(el, "maxCpus")
+            elif name == "canonical":
+                canonical = value
+            elif name == "deprecated":
+                deprecated = value == "yes"
         text = el.text
-        max_cpus = el.get("maxCpus")
-        if max_cpus is not None:
-            if (max_cpus.isdigit() and max_cpus.isascii()
-                    and len(max_cpus) <= MAX_DIGITS):
-                max_cpus = int(max_cpus)
-            else:
-                max_cpus = self.int_attr(el, "maxCpus")
-        return _Machine(text.strip() if text else "", el.get("canonical"),
-                        max_cpus, el.get("deprecated") == "yes")
+        return _Machine(text.strip() if text else "", canonical, max_cpus,
+                        deprecated)
 
     def _cpuset(self, el: etree._Element, name: str,
                 value: str) -> frozenset[int]:
