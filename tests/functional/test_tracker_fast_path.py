@@ -343,3 +343,39 @@ def test_a_stamp_that_raises_means_the_full_update(tmp_path):
 
     tracker = steady(tmp_path, cls=Raising)
     assert cycle(tracker) == sorted(NODES)
+
+
+class StampedFake(FakeDriver):
+    """The fake driver (a root and NUMA cells) with a stamp: its preset
+    never changes, so one constant value keeps the promise."""
+
+    def node_stamp(self, nodename):
+        return "preset" if nodename in self.get_available_nodes() else None
+
+
+def test_a_node_with_children_is_checked_provider_by_provider(tmp_path):
+    driver = StampedFake("numa2-ht")
+    driver.init_host("compute-1")
+    tracker = ResourceTracker(driver, state_dir=tmp_path)
+    calls = []
+    real = driver.update_provider_tree
+    driver.update_provider_tree = (
+        lambda tree, name, allocations=None: calls.append(name)
+        or real(tree, name))
+    tracker.update_all()
+    tracker.update_all()
+    assert len(calls) == 1 and len(tracker.tree) == 3
+    cell = tracker.tree.data("fake-numa2-ht_NUMA1").uuid
+    document = json.loads(tracker.ledger_path.read_text())
+    document["providers"][cell] = []
+    tracker.ledger_path.write_text(json.dumps(document))
+    tracker.update_all()
+    assert len(calls) == 2          # the cell's ledger entry differed
+    assert cell in tracker.ledger and tracker.ledger[cell]
+    tracker.update_all()
+    assert len(calls) == 2          # rewritten quietly: marked again
+    tracker.tree.add_traits(cell, FOREIGN)
+    tracker.update_all()
+    assert len(calls) == 3 and FOREIGN in tracker.tree.data(cell).traits
+    tracker.update_all()
+    assert len(calls) == 3

@@ -98,28 +98,51 @@ def driver_stamp(driver: ComputeDriver, nodename: str) -> object | None:
         return None
 
 
-def unchanged(found: NodeMark, nodename: str, driver: ComputeDriver,
-              tree: ProviderTree, ledger: Ledger,
-              applied: AppliedRecord | None, config: object) -> bool:
-    """Whether every input in ``found`` is still what it was (cheapest
-    comparisons first; any doubt answers ``False``)."""
-    if (config is None or found.config is not config
-            or tree.subtree_stamp(found.root) != found.tree):
-        return False
-    stamp = driver_stamp(driver, nodename)
-    if stamp is None or stamp != found.driver:
-        return False
-    entry = ledger.entry
-    for uuid, recorded in zip(found.uuids, found.ledger, strict=True):
-        if entry(uuid) != recorded:
+class Unchanged:
+    """The fast path's test for one cycle: ``check(mark, nodename)`` says
+    whether every input in ``mark`` is still what it was (cheapest
+    comparisons first; any doubt answers ``False``).  The cycle's inputs
+    are bound once, for the test runs for every node.
+
+    Args:
+        driver, tree, ledger: the tracker's, as the cycle read them.
+        applied: the applied record (``None``: no provider config).
+        config: :meth:`ProviderConfigStep.token` at the cycle's start.
+    """
+
+    def __init__(self, driver: ComputeDriver, tree: ProviderTree,
+                 ledger: Ledger, applied: AppliedRecord | None,
+                 config: object) -> None:
+        self._node_stamp = driver.node_stamp
+        self._tree_stamp = tree.subtree_stamp
+        self._entry = ledger.entry
+        self._applied = applied
+        self._config = config
+
+    def check(self, found: NodeMark, nodename: str) -> bool:
+        """Whether the node ``found`` marks may be skipped."""
+        if (found.config is not self._config or self._config is None
+                or self._tree_stamp(found.root) != found.tree):
             return False
-    if (applied is None) != (found.applied is None):
-        return False
-    if applied is not None:
-        for uuid, recorded in zip(found.uuids, found.applied, strict=True):
-            if applied.provider(uuid) != recorded:
+        try:
+            stamp = self._node_stamp(nodename)
+        except Exception:  # noqa: BLE001 - any doubt: no fast path
+            return False
+        if stamp is None or stamp != found.driver:
+            return False
+        uuids, entry = found.uuids, self._entry
+        if len(uuids) == 1:
+            if entry(uuids[0]) != found.ledger[0]:
                 return False
-    return True
+        elif any(entry(uuid) != recorded
+                 for uuid, recorded in zip(uuids, found.ledger, strict=True)):
+            return False
+        applied = self._applied
+        if applied is None or found.applied is None:
+            return applied is None and found.applied is None
+        return all(applied.provider(uuid) == recorded
+                   for uuid, recorded in zip(uuids, found.applied,
+                                             strict=True))
 
 
 class Marks:

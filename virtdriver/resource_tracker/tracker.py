@@ -198,13 +198,12 @@ class ResourceTracker:
                 nodes = self.driver.get_available_nodes(refresh=True)
                 config = self.provider_config.token()
                 left = self._marks.current(self.tree)
-                enabled = self.provider_config.enabled
-                unchanged = fast_path.unchanged
+                unchanged = fast_path.Unchanged(
+                    self.driver, self.tree, ledger, applied[0]
+                    if self.provider_config.enabled else None, config).check
                 for nodename in nodes:
                     found = left.get(nodename)
-                    if found is not None and unchanged(
-                            found, nodename, self.driver, self.tree, ledger,
-                            applied[0] if enabled else None, config):
+                    if found is not None and unchanged(found, nodename):
                         results[nodename] = found.result
                         managed.update(found.ours)
                         marks[nodename] = found
