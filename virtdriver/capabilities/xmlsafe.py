@@ -79,16 +79,24 @@ def parse_document(xml: str | bytes, *, source: str, root_tag: str,
                 raise _dtd_error(source, data.count(b"\n", 0, at) + 1)
     if not data or data.isspace():  # isspace(): no copy, unlike strip()
         raise CapabilityXMLError(source, "document is empty")
+    parser = _parser()
     try:
-        root = etree.fromstring(data, _parser())
-    except etree.XMLSyntaxError as exc:
-        raise CapabilityXMLError(
-            source, f"malformed XML: {exc.msg}", line=exc.lineno or None,
-            hint="the document is not well-formed XML; re-read it from "
-                 "libvirt or repair the file") from None
-    except ValueError as exc:  # e.g. an unsupported encoding declaration
-        raise CapabilityXMLError(source, f"unreadable XML: {exc}") from None
-    if root.getroottree().docinfo.internalDTD is not None:
+        # The feed interface costs about 1 µs less per document than
+        # fromstring() (a sixth of a small document's parse).
+        parser.feed(data)
+        root = parser.close()
+    except Exception:
+        # fromstring() below gives the error, more precise for some
+        # inputs (an undefined entity reads "no element found" when fed).
+        root = None
+    except BaseException:
+        _parsers.parser = None  # a fresh parser for the next document
+        raise
+    if root is None:
+        _parsers.parser = None
+        root = _parse_or_raise(data, source)
+    if _may_hide_dtd(data) and \
+            root.getroottree().docinfo.internalDTD is not None:
         # Reached only by encodings the byte scan above cannot see.
         raise _dtd_error(source, None)
     if root.tag != root_tag:
@@ -97,6 +105,30 @@ def parse_document(xml: str | bytes, *, source: str, root_tag: str,
             line=root.sourceline,
             hint=f"pass a <{root_tag}> document to this parser")
     return root
+
+
+def _may_hide_dtd(data: bytes) -> bool:
+    """Whether ``data`` may be in an encoding the byte scan cannot read.
+
+    ``<`` and then an ASCII letter (libvirt's output: no BOM, no XML
+    declaration) matches none of libxml2's encoding signatures, so the
+    document is read as UTF-8, where a DTD is the bytes the scan looks
+    for.  Anything else (a BOM, UTF-16's ``<\\0``, a declaration that may
+    name another encoding) is checked on the parsed tree (0.2 µs).
+    """
+    return data[:1] != b"<" or not data[1:2].isalpha()
+
+
+def _parse_or_raise(data: bytes, source: str) -> etree._Element:
+    try:
+        return etree.fromstring(data, _parser())
+    except etree.XMLSyntaxError as exc:
+        raise CapabilityXMLError(
+            source, f"malformed XML: {exc.msg}", line=exc.lineno or None,
+            hint="the document is not well-formed XML; re-read it from "
+                 "libvirt or repair the file") from None
+    except ValueError as exc:  # e.g. an unsupported encoding declaration
+        raise CapabilityXMLError(source, f"unreadable XML: {exc}") from None
 
 
 def check_size(size: int, *, source: str, max_bytes: int = DEFAULT_MAX_BYTES,
