@@ -56,3 +56,16 @@ def test_a_typo_is_refused_as_invalid_and_the_same_image_passes(tracker):
     with pytest.raises(RebuildRefused) as refused:
         tracker.rebuild_claim(vm, {"hw_disk_bus": "idee"})
     assert [c.kind for c in refused.value.conflicts] == ["invalid"]
+
+
+def test_the_disk_format_is_checked_against_the_tree(tracker):
+    root = tracker.tree.data(NODE).traits
+    assert os_traits.COMPUTE_IMAGE_TYPE_QCOW2 in root
+    assert os_traits.COMPUTE_IMAGE_TYPE_VMDK not in root
+    vm = holder(tracker)
+    tracker.rebuild_claim(vm, {}, disk_format="qcow2")
+    with pytest.raises(RebuildRefused) as refused:
+        tracker.rebuild_claim(vm, {}, disk_format="vmdk")
+    (conflict,) = refused.value.conflicts
+    assert conflict.details["implied_by"] == {
+        os_traits.COMPUTE_IMAGE_TYPE_VMDK: "disk_format='vmdk'"}

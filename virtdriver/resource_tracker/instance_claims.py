@@ -123,13 +123,15 @@ def provider_usages(driver: ComputeDriver, claims: ClaimsFile,
 def check_rebuild_claim(instance: Instance,
                         new_image_properties: Mapping[str, Any],
                         tree: TreeReader,
-                        sharing: Mapping[str, ProviderInfo] | None = None
-                        ) -> None:
+                        sharing: Mapping[str, ProviderInfo] | None = None,
+                        *, disk_format: str | None = None) -> None:
     """The no-op rebuild claim: refuse (every reason) or return.
 
     Allocated providers are looked up in ``tree`` (their traits and their
     tree's root), then in ``sharing`` (providers outside the tree, such as
-    a sharing storage provider, with their traits).
+    a sharing storage provider, with their traits).  ``disk_format`` is the
+    new image's, when known (its ``COMPUTE_IMAGE_TYPE_*`` trait is checked
+    like the traits its properties imply).
 
     Raises:
         RebuildRefused: carrying every conflict.
@@ -142,7 +144,8 @@ def check_rebuild_claim(instance: Instance,
             return ProviderInfo(data.traits, data.root_uuid, data.name)
         return extra.get(uuid)
 
-    check_rebuild(instance, new_image_properties, lookup)
+    check_rebuild(instance, new_image_properties, lookup,
+                  disk_format=disk_format)
 
 
 def _all(driver: ComputeDriver, claims: ClaimsFile) -> dict[str, HostUsage]:

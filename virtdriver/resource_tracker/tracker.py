@@ -313,19 +313,21 @@ class ResourceTracker:
 
     def rebuild_claim(self, instance: Instance,
                       new_image_properties: Mapping[str, object], *,
-                      sharing: Mapping[str, ProviderInfo] | None = None
-                      ) -> None:
+                      sharing: Mapping[str, ProviderInfo] | None = None,
+                      disk_format: str | None = None) -> None:
         """The no-op rebuild claim: consumes and changes nothing.
 
         Returns when ``instance`` may be rebuilt with the new image; else
         raises :class:`~virtdriver.claims.rebuild.RebuildRefused` carrying
         every reason (NUMA constraints or consumption that would change,
-        image traits its allocated providers lack or forbid).  Traits come
-        from this tree for allocated providers in it, from ``sharing`` for
-        providers outside it.
+        image traits its allocated providers lack or forbid — explicit
+        ``trait:`` properties and those its properties and ``disk_format``
+        imply, docs/claims.md).  Traits come from this tree for allocated
+        providers in it, from ``sharing`` for providers outside it.
         """
         check_rebuild_claim(instance, new_image_properties,
-                            self.tree.snapshot(), sharing)
+                            self.tree.snapshot(), sharing,
+                            disk_format=disk_format)
 
     # -- one node -------------------------------------------------------------
 
