@@ -47,6 +47,11 @@ def _add_debug(parser: argparse.ArgumentParser) -> None:
                         default=argparse.SUPPRESS, help=LOG_FILE_HELP)
 
 
+def _add_text_or_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=("text", "json"),
+                        default="text", help="output format (default: text)")
+
+
 def _add_globals(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     parser.add_argument("--quiet", action="store_true", help=QUIET_HELP)
@@ -61,9 +66,7 @@ def _add_host_options(parser: argparse.ArgumentParser, *,
                         "a daemon answers, else qemu:///embed if the QEMU "
                         "driver is installed, else test:///default)")
     if output:
-        parser.add_argument("--format", choices=("text", "json"),
-                            default="text",
-                            help="output format (default: text)")
+        _add_text_or_json(parser)
     if replay:
         parser.add_argument("--snapshot", metavar="DIR",
                             help="replay a host snapshot (`virtdriver "
@@ -257,9 +260,7 @@ def _add_image(commands) -> None:
     _add_debug(traits_cmd)
     traits_cmd.add_argument("--image", required=True, metavar="IMAGE.json",
                             help=image_help)
-    traits_cmd.add_argument("--format", choices=("text", "json"),
-                            default="text",
-                            help="output format (default: text)")
+    _add_text_or_json(traits_cmd)
     check_cmd = commands.add_parser(
         "image-check", help="could an instance of this image boot here?",
         description="Each trait IMAGE.json implies (as image-traits), "
@@ -329,9 +330,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "and version providing it, and ok or why it does not "
                     "load.  Exit status 0 even when some do not load.")
     _add_debug(drivers_cmd)
-    drivers_cmd.add_argument("--format", choices=("text", "json"),
-                             default="text",
-                             help="output format (default: text)")
+    _add_text_or_json(drivers_cmd)
     snapshot_cmd = commands.add_parser(
         "snapshot", help="record what the driver reads from this host",
         description="Record host capabilities, every domain capabilities "
