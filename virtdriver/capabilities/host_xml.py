@@ -11,14 +11,16 @@ constructors, and shared instances for what a document leaves out (see
 
 from __future__ import annotations
 
+from itertools import repeat
+
 from lxml import etree
 
 from virtdriver.capabilities.host import (
     CacheBank, CellCPU, CPUTopology, Guest, GuestDomain, GuestMachine,
     HostCapabilities, HostCPU, NUMACell, Pages)
 from virtdriver.capabilities.xmlsafe import (
-    DEFAULT_MAX_BYTES, MAX_DIGITS, ValueReader, frozen_builder,
-    parse_document, yes_no)
+    DEFAULT_MAX_BYTES, MAX_DIGITS, ValueReader,
+    attribute_columns, digit_column, frozen_builder, parse_document, yes_no)
 from virtdriver.cpuset import MAX_CPU_ID, CPUSetError, parse_cpuset
 
 _Bank = frozen_builder(CacheBank)
@@ -153,9 +155,14 @@ class _HostReader(ValueReader):
         # items() call reads only the attributes present, the all-digits
         # check is inline; anything else is left to _cell_cpu_checked,
         # which refuses it with int_attr's errors, in the usual order.
+        els = list(cpus.iterchildren("cpu"))
+        if len(els) >= _MIN_CPU_COLUMNS:
+            by_column = _cpu_columns(els)
+            if by_column is not None:
+                return by_column
         cpusets: dict[str, frozenset[int]] = {}  # siblings repeat per core
         found = []
-        for el in cpus.iterchildren("cpu"):
+        for el in els:
             ids = [None, None, None, None, None]
             siblings = ""
             for name, value in el.items():
@@ -280,3 +287,60 @@ class _HostReader(ValueReader):
 
 _CPU_AT = {name: at for at, name in enumerate(
     ("id", "socket_id", "die_id", "cluster_id", "core_id"))}
+_NONES = repeat(None)  # stateless: never exhausted
+#: Cells with fewer CPUs are read CPU by CPU: measured, the column read
+#: is 6-7% faster on 32-CPU cells and slower below about 12.
+_MIN_CPU_COLUMNS = 16
+
+
+def _cpu_columns(els: list[etree._Element]) -> tuple[CellCPU, ...] | None:
+    """A cell's CPUs read by column (see :func:`~.xmlsafe.attribute_columns`).
+
+    The same CPUs as the element-by-element loop; ``None`` (read them one
+    by one, which gives the error) unless every CPU has the same
+    attributes, an id, and only plain integers and CPU id lists.
+    """
+    columns = attribute_columns(els)
+    if columns is None or "id" not in columns:
+        return None
+    ids: list = [_NONES] * 5
+    for name, at in _CPU_AT.items():
+        column = columns.get(name)
+        if column is not None:
+            if not digit_column(column):
+                return None
+            first = column[0]
+            # socket_id, cluster_id: often one value for the whole cell.
+            ids[at] = (repeat(int(first)) if column.count(first) == len(column)
+                       else map(int, column))
+    siblings = columns.get("siblings")
+    if siblings is None:
+        sets = repeat(_EMPTY)
+    else:
+        table = _sibling_sets(siblings)
+        if table is None:
+            return None
+        sets = map(table.__getitem__, siblings)
+    return tuple(map(_CellCPU, *ids, sets))
+
+
+def _sibling_sets(siblings: tuple[str, ...]
+                  ) -> dict[str, frozenset[int]] | None:
+    """Each distinct ``siblings`` list ("0,32") as a set of CPU ids.
+
+    All at once when every list has the same length (SMT pairs, single
+    ids) and holds only ids up to MAX_CPU_ID; else ``None``.
+    """
+    distinct = list(dict.fromkeys(siblings))
+    commas = set(map(str.count, distinct, repeat(",")))
+    if len(commas) != 1:
+        return None
+    parts = ",".join(distinct).split(",")
+    if not digit_column(parts, _MAX_ID_DIGITS):
+        return None
+    ids = list(map(int, parts))
+    if max(ids) > MAX_CPU_ID:
+        return None
+    per_list = [iter(ids)] * (commas.pop() + 1)
+    return dict(zip(distinct, map(frozenset, zip(*per_list, strict=True)),
+                    strict=True))
