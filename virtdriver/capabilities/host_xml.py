@@ -12,6 +12,7 @@ constructors, and shared instances for what a document leaves out (see
 from __future__ import annotations
 
 from itertools import repeat
+from operator import attrgetter
 
 from lxml import etree
 
@@ -34,6 +35,7 @@ _Machine = frozen_builder(GuestMachine)
 _Pages = frozen_builder(Pages)
 _Topology = frozen_builder(CPUTopology)
 _NO_CPU = HostCPU()
+_TAG = attrgetter("tag")
 _EMPTY: frozenset = frozenset()
 _MAX_ID_DIGITS = len(str(MAX_CPU_ID))
 
@@ -226,7 +228,7 @@ class _HostReader(ValueReader):
             elif tag == "os_type":
                 os_type = _text(el) or ""
             elif tag == "features":
-                features = frozenset([f.tag for f in el])
+                features = frozenset(map(_TAG, el))
         if arch_el is None:
             return _Guest(os_type, "", None, None, (), (), features)
         wordsize = emulator = None
@@ -247,6 +249,8 @@ class _HostReader(ValueReader):
                       tuple(machines), tuple(domains), features)
 
     def _domain(self, domain: etree._Element) -> GuestDomain:
+        if not len(domain):  # the common <domain type='kvm'/>: no loop
+            return _Domain(domain.get("type", ""), None, ())
         emulator = None
         machines = []
         for el in domain:
