@@ -62,6 +62,9 @@ _NO_HOST_MODEL, _NO_CUSTOM, _NO_SEV, _NO_SGX = (
 #: is a fifth of the corpus's models); anything else goes to yes_no.
 _USABLE = {**YES_NO, "unknown": None}
 _ODD = object()
+_USABLE_ONLY = ["usable"]
+_USABLE_VENDOR = ["usable", "vendor"]
+_USABLE_VENDOR_CANONICAL = ["usable", "vendor", "canonical"]
 
 
 def parse_domain_capabilities(xml: str | bytes, source: str = "<string>", *,
@@ -123,6 +126,27 @@ def _support(el: etree._Element | None) -> Support:
     if flag is None and supported is not None:
         flag = yes_no(supported)
     return _Support(flag, tuple(enums))
+
+
+def _cpu_model(el: etree._Element) -> CPUModel:
+    """One named CPU model, whatever its attributes (items(): only those
+    present, in one call)."""
+    usable = vendor = canonical = None
+    deprecated = False
+    for name, value in el.items():
+        if name == "usable":
+            usable = _USABLE.get(value, _ODD)
+            if usable is _ODD:
+                usable = yes_no(value)
+        elif name == "vendor":
+            vendor = value
+        elif name == "canonical":
+            canonical = value
+        elif name == "deprecated":
+            deprecated = value == "yes"
+    text = el.text
+    return _CPUModel(text.strip() if text else "", usable, vendor,
+                     deprecated, canonical)
 
 
 class _DomainReader(ValueReader):
@@ -201,25 +225,29 @@ class _DomainReader(ValueReader):
             return _NO_CUSTOM
         models = []
         for el in mode.iterchildren("model"):
-            # Once per named CPU model (140 in a q35 document); items()
-            # reads only the attributes present, in one call.
-            usable = vendor = canonical = None
-            deprecated = False
-            for name, value in el.items():
-                if name == "usable":
-                    usable = _USABLE.get(value, _ODD)
-                    if usable is _ODD:
-                        usable = yes_no(value)
-                elif name == "vendor":
-                    vendor = value
-                elif name == "canonical":
-                    canonical = value
-                elif name == "deprecated":
-                    deprecated = value == "yes"
+            # Once per named CPU model (140 in a q35 document).  libvirt's
+            # usual attribute layouts are unpacked from values(); any
+            # other is read with items() (only the attributes present).
+            keys = el.keys()
+            if keys == _USABLE_VENDOR:
+                usable, vendor = el.values()
+                canonical = None
+            elif keys == _USABLE_VENDOR_CANONICAL:
+                usable, vendor, canonical = el.values()
+            elif keys == _USABLE_ONLY:
+                usable, = el.values()
+                vendor = canonical = None
+            else:
+                models.append(_cpu_model(el))
+                continue
+            flag = _USABLE.get(usable, _ODD)
             text = el.text
-            models.append(_CPUModel(text.strip() if text else "", usable,
-                                    vendor, deprecated, canonical))
+            models.append(_CPUModel(
+                text.strip() if text else "",
+                yes_no(usable) if flag is _ODD else flag, vendor, False,
+                canonical))
         return _Custom(yes_no(mode.get("supported")), tuple(models))
+
 
     def _devices(self, devices: etree._Element | None) -> Devices:
         if devices is None:
