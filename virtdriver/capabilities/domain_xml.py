@@ -62,6 +62,9 @@ _NO_HOST_MODEL, _NO_CUSTOM, _NO_SEV, _NO_SGX = (
 #: is a fifth of the corpus's models); anything else goes to yes_no.
 _USABLE = {**YES_NO, "unknown": None}
 _ODD = object()
+# Elements with a flag and no enums (a third of a document's): shared, as
+# models are immutable.  Not NOT_REPORTED itself: the element is there.
+_FLAG_ONLY = {flag: Support(flag) for flag in (True, False, None)}
 _USABLE_ONLY = ["usable"]
 _USABLE_VENDOR = ["usable", "vendor"]
 _USABLE_VENDOR_CANONICAL = ["usable", "vendor", "canonical"]
@@ -109,22 +112,23 @@ def _values(el: etree._Element) -> tuple[str, ...]:
 def _support(el: etree._Element | None) -> Support:
     if el is None:
         return NOT_REPORTED
-    enums = []
-    if len(el):
-        # Loops written out: a comprehension and a _values() call per
-        # enum cost a tenth of a device's read.
-        for enum in el:
-            if enum.tag == "enum":
-                values = []
-                for value in enum:
-                    if value.tag == "value":
-                        text = value.text
-                        values.append(text.strip() if text else "")
-                enums.append((enum.get("name", ""), tuple(values)))
     supported = el.get("supported")
     flag = YES_NO.get(supported)  # type: ignore[arg-type]
     if flag is None and supported is not None:
         flag = yes_no(supported)
+    if not len(el):  # <gic supported='no'/>: one shared model per flag
+        return _FLAG_ONLY[flag]
+    enums = []
+    # Loops written out: a comprehension and a _values() call per enum
+    # cost a tenth of a device's read.
+    for enum in el:
+        if enum.tag == "enum":
+            values = []
+            for value in enum:
+                if value.tag == "value":
+                    text = value.text
+                    values.append(text.strip() if text else "")
+            enums.append((enum.get("name", ""), tuple(values)))
     return _Support(flag, tuple(enums))
 
 
