@@ -65,6 +65,9 @@ _ODD = object()
 # Elements with a flag and no enums (a third of a document's): shared, as
 # models are immutable.  Not NOT_REPORTED itself: the element is there.
 _FLAG_ONLY = {flag: Support(flag) for flag in (True, False, None)}
+_HOST_MODEL_FLAG_ONLY = {flag: HostModelCPU(flag) for flag in _FLAG_ONLY}
+_CUSTOM_FLAG_ONLY = {flag: CustomCPUModes(flag) for flag in _FLAG_ONLY}
+_SEV_FLAG_ONLY = {flag: SEVCaps(flag) for flag in _FLAG_ONLY}
 _USABLE_ONLY = ["usable"]
 _USABLE_VENDOR = ["usable", "vendor"]
 _USABLE_VENDOR_CANONICAL = ["usable", "vendor", "canonical"]
@@ -206,6 +209,8 @@ class _DomainReader(ValueReader):
     def _host_model(self, mode: etree._Element | None) -> HostModelCPU:
         if mode is None:
             return _NO_HOST_MODEL
+        if not len(mode):
+            return _HOST_MODEL_FLAG_ONLY[yes_no(mode.get("supported"))]
         model = vendor = None
         features = []
         for el in mode:
@@ -227,6 +232,8 @@ class _DomainReader(ValueReader):
     def _custom(self, mode: etree._Element | None) -> CustomCPUModes:
         if mode is None:
             return _NO_CUSTOM
+        if not len(mode):
+            return _CUSTOM_FLAG_ONLY[yes_no(mode.get("supported"))]
         models = []
         for el in mode.iterchildren("model"):
             # Once per named CPU model (140 in a q35 document).  libvirt's
@@ -281,6 +288,8 @@ class _DomainReader(ValueReader):
     def _sev(self, sev: etree._Element | None) -> SEVCaps:
         if sev is None:
             return _NO_SEV
+        if not len(sev):
+            return _SEV_FLAG_ONLY[yes_no(sev.get("supported"))]
         kids = _children(sev)
         int_text = self.int_text
         return _SEV(yes_no(sev.get("supported")),
