@@ -242,7 +242,10 @@ class _HostReader(ValueReader):
             elif tag == "domain":
                 domains.append(self._domain(el))
             elif tag == "wordsize":
-                wordsize = self.int_text(el)
+                text = el.text
+                wordsize = (int(text) if text and text.isdigit()
+                            and text.isascii() and len(text) <= MAX_DIGITS
+                            else self.int_text(el))
             elif tag == "emulator":
                 emulator = _text(el)
         return _Guest(os_type, arch_el.get("name", ""), wordsize, emulator,
