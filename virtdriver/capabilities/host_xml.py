@@ -3,8 +3,10 @@
 One pass over the tree: each element's children are walked once and
 dispatched on their tag.  Parsing is eager (every value is checked here, so
 a bad one is refused with its line), and the per-element work is kept
-small: one ``get`` per attribute read, integers checked inline on the
-common all-digits path, models built by :func:`~.xmlsafe.frozen_builder`
+small: one ``get`` or ``items()`` per element read, integers checked
+inline on the common all-digits path, cells of many CPUs read by column
+(:func:`~.xmlsafe.attribute_columns`; anything odd is read CPU by CPU, for
+the error), models built by :func:`~.xmlsafe.frozen_builder`
 constructors, and shared instances for what a document leaves out (see
 ``docs/capabilities.md``, performance).
 """
