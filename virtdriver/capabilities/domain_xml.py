@@ -69,6 +69,7 @@ _FLAG_ONLY = {flag: Support(flag) for flag in (True, False, None)}
 _HOST_MODEL_FLAG_ONLY = {flag: HostModelCPU(flag) for flag in _FLAG_ONLY}
 _CUSTOM_FLAG_ONLY = {flag: CustomCPUModes(flag) for flag in _FLAG_ONLY}
 _SEV_FLAG_ONLY = {flag: SEVCaps(flag) for flag in _FLAG_ONLY}
+_SGX_FLAG_ONLY = {flag: SGXCaps(flag) for flag in _FLAG_ONLY}
 _USABLE_ONLY = ["usable"]
 _USABLE_VENDOR = ["usable", "vendor"]
 _USABLE_VENDOR_CANONICAL = ["usable", "vendor", "canonical"]
@@ -185,19 +186,41 @@ class _DomainReader(ValueReader):
     def _os(self, os_el: etree._Element | None) -> OSCaps:
         if os_el is None:
             return _NO_OS
-        os_support = _support(os_el)
-        kids = _children(os_el)
-        return _OSCaps(os_support.supported, os_support.values("firmware"),
-                       _support(kids.get("firmwareFeatures")),
-                       self._loader(kids.get("loader")))
+        # One loop for the firmware enum and the two children (each the
+        # first of its name or tag, as Support.values and _children give).
+        firmware = None
+        features = loader = None
+        for el in os_el:
+            tag = el.tag
+            if tag == "enum":
+                if firmware is None and el.get("name", "") == "firmware":
+                    firmware = _values(el)
+            elif tag == "loader":
+                if loader is None:
+                    loader = el
+            elif tag == "firmwareFeatures" and features is None:
+                features = el
+        return _OSCaps(yes_no(os_el.get("supported")), firmware or (),
+                       _support(features), self._loader(loader))
 
     def _loader(self, loader: etree._Element | None) -> LoaderCaps:
         if loader is None:
             return _NO_LOADER
-        support = _support(loader)
-        values = support.values
-        return _Loader(support.supported, _values(loader), values("type"),
-                       values("readonly"), values("secure"))
+        paths = []
+        enums: dict[str, tuple[str, ...]] = {}
+        for el in loader:
+            tag = el.tag
+            if tag == "value":
+                text = el.text
+                paths.append(text.strip() if text else "")
+            elif tag == "enum":
+                name = el.get("name", "")
+                if name not in enums:
+                    enums[name] = _values(el)
+        get = enums.get
+        return _Loader(yes_no(loader.get("supported")), tuple(paths),
+                       get("type", ()), get("readonly", ()),
+                       get("secure", ()))
 
     def _cpu(self, cpu: etree._Element | None) -> CPUCaps:
         modes = {mode.get("name"): mode for mode in
@@ -275,15 +298,24 @@ class _DomainReader(ValueReader):
     def _features(self, features: etree._Element | None) -> Features:
         if features is None:
             return _NO_FEATURES
-        found = _children(features)
         args = [NOT_REPORTED] * len(_FEATURE_FIELDS)
-        for tag, el in found.items():
+        sev = sgx = None
+        for el in features:
+            tag = el.tag
             at = _FEATURE_AT.get(tag)
             if at is not None:
-                args[at] = _support(el)
+                # The first of each tag wins (a read one is never
+                # NOT_REPORTED).
+                if args[at] is NOT_REPORTED:
+                    args[at] = _support(el)
+            elif tag == "sev":
+                if sev is None:
+                    sev = el
+            elif tag == "sgx" and sgx is None:
+                sgx = el
         # sev before sgx: the order their values are checked in.
-        args[_SEV_AT] = self._sev(found.get("sev"))
-        args[_SGX_AT] = self._sgx(found.get("sgx"))
+        args[_SEV_AT] = self._sev(sev)
+        args[_SGX_AT] = self._sgx(sgx)
         return _Features(*args)
 
     def _sev(self, sev: etree._Element | None) -> SEVCaps:
@@ -302,6 +334,8 @@ class _DomainReader(ValueReader):
     def _sgx(self, sgx: etree._Element | None) -> SGXCaps:
         if sgx is None:
             return _NO_SGX
+        if not len(sgx):
+            return _SGX_FLAG_ONLY[yes_no(sgx.get("supported"))]
         kids = _children(sgx)
         section_size = kids.get("section_size")
         size = self.int_text(section_size)
