@@ -77,9 +77,7 @@ def parse_document(xml: str | bytes, *, source: str, root_tag: str,
             at = data.find(marker)
             if at >= 0:
                 raise _dtd_error(source, data.count(b"\n", 0, at) + 1)
-    if not data or data.isspace():  # isspace(): no copy, unlike strip()
-        raise CapabilityXMLError(source, "document is empty")
-    parser = _parser()
+    parser = getattr(_parsers, "parser", None) or _parser()
     try:
         # The feed interface costs about 1 µs less per document than
         # fromstring() (a sixth of a small document's parse).
@@ -94,10 +92,16 @@ def parse_document(xml: str | bytes, *, source: str, root_tag: str,
         raise
     if root is None:
         _parsers.parser = None
+        if not data or data.isspace():  # isspace(): no copy, unlike strip()
+            raise CapabilityXMLError(source, "document is empty")
         root = _parse_or_raise(data, source)
-    if _may_hide_dtd(data) and \
+    # "<" and an ASCII letter (libvirt's output: no BOM, no XML declaration)
+    # matches none of libxml2's encoding signatures, so the document was
+    # read as UTF-8, where a DTD is the bytes the scan above looks for.
+    # Anything else (a BOM, UTF-16's "<\0", a declaration that may name
+    # another encoding) is checked on the tree (0.2 µs).
+    if (data[:1] != b"<" or not data[1:2].isalpha()) and \
             root.getroottree().docinfo.internalDTD is not None:
-        # Reached only by encodings the byte scan above cannot see.
         raise _dtd_error(source, None)
     if root.tag != root_tag:
         raise CapabilityXMLError(
@@ -105,18 +109,6 @@ def parse_document(xml: str | bytes, *, source: str, root_tag: str,
             line=root.sourceline,
             hint=f"pass a <{root_tag}> document to this parser")
     return root
-
-
-def _may_hide_dtd(data: bytes) -> bool:
-    """Whether ``data`` may be in an encoding the byte scan cannot read.
-
-    ``<`` and then an ASCII letter (libvirt's output: no BOM, no XML
-    declaration) matches none of libxml2's encoding signatures, so the
-    document is read as UTF-8, where a DTD is the bytes the scan looks
-    for.  Anything else (a BOM, UTF-16's ``<\\0``, a declaration that may
-    name another encoding) is checked on the parsed tree (0.2 µs).
-    """
-    return data[:1] != b"<" or not data[1:2].isalpha()
 
 
 def _parse_or_raise(data: bytes, source: str) -> etree._Element:
