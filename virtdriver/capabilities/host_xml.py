@@ -38,6 +38,10 @@ _Pages = frozen_builder(Pages)
 _Topology = frozen_builder(CPUTopology)
 _NO_CPU = HostCPU()
 _TAG = attrgetter("tag")
+# Childless <domain type=...> models, shared across documents (immutable);
+# bounded, so documents with made-up types cannot grow it without limit.
+_PLAIN_DOMAINS: dict[str, GuestDomain] = {}
+_MAX_PLAIN_DOMAINS = 32
 _EMPTY: frozenset = frozenset()
 _MAX_ID_DIGITS = len(str(MAX_CPU_ID))
 
@@ -255,7 +259,13 @@ class _HostReader(ValueReader):
 
     def _domain(self, domain: etree._Element) -> GuestDomain:
         if not len(domain):  # the common <domain type='kvm'/>: no loop
-            return _Domain(domain.get("type", ""), None, ())
+            virt_type = domain.get("type", "")
+            found = _PLAIN_DOMAINS.get(virt_type)
+            if found is None:
+                found = _Domain(virt_type, None, ())
+                if len(_PLAIN_DOMAINS) < _MAX_PLAIN_DOMAINS:
+                    _PLAIN_DOMAINS[virt_type] = found
+            return found
         emulator = None
         machines = []
         for el in domain:
