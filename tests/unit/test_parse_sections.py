@@ -86,3 +86,19 @@ def test_the_first_of_a_repeated_element_wins():
     assert caps.features.gic.supported is True
     assert caps.features.sev.supported is False
     assert caps.devices.disk.supported is False
+
+
+def test_the_last_cpu_mode_of_a_name_wins_and_others_are_ignored():
+    caps = parse_domain_capabilities(
+        b"<domainCapabilities><cpu>"
+        b"<mode name='custom' supported='no'/>"
+        b"<mode name='custom' supported='yes'><model usable='yes'>EPYC</model>"
+        b"</mode><mode name='bogus' supported='yes'/><other name='maximum'/>"
+        b"<mode supported='yes'/><mode name='maximum' supported='yes'/>"
+        b"</cpu><devices/></domainCapabilities>")
+    assert caps.cpu.custom.supported is True
+    assert caps.cpu.custom.usable_models == ("EPYC",)
+    assert caps.cpu.maximum.supported is True
+    assert caps.cpu.host_passthrough.reported is False
+    assert caps.cpu.host_model.supported is None
+    assert caps.devices.disk.reported is False

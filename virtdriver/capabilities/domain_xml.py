@@ -63,6 +63,8 @@ _NO_HOST_MODEL, _NO_CUSTOM, _NO_SEV, _NO_SGX = (
 #: is a fifth of the corpus's models); anything else goes to yes_no.
 _USABLE = {**YES_NO, "unknown": None}
 _ODD = object()
+_MODE_AT = {"host-passthrough": 0, "maximum": 1, "host-model": 2,
+            "custom": 3}
 # Elements with a flag and no enums (a third of a document's): shared, as
 # models are immutable.  Not NOT_REPORTED itself: the element is there.
 _FLAG_ONLY = {flag: Support(flag) for flag in (True, False, None)}
@@ -223,12 +225,17 @@ class _DomainReader(ValueReader):
                        get("secure", ()))
 
     def _cpu(self, cpu: etree._Element | None) -> CPUCaps:
-        modes = {mode.get("name"): mode for mode in
-                 (cpu.iterchildren("mode") if cpu is not None else ())}
-        return _CPUCaps(_support(modes.get("host-passthrough")),
-                        _support(modes.get("maximum")),
-                        self._host_model(modes.get("host-model")),
-                        self._custom(modes.get("custom")))
+        # The last <mode> of each name wins.  Plain iteration and a tag
+        # check: cheaper than iterchildren("mode") into a dict for four.
+        modes: list[etree._Element | None] = [None, None, None, None]
+        for mode in () if cpu is None else cpu:
+            if mode.tag == "mode":
+                at = _MODE_AT.get(mode.get("name"))  # type: ignore[arg-type]
+                if at is not None:
+                    modes[at] = mode
+        passthrough, maximum, host_model, custom = modes
+        return _CPUCaps(_support(passthrough), _support(maximum),
+                        self._host_model(host_model), self._custom(custom))
 
     def _host_model(self, mode: etree._Element | None) -> HostModelCPU:
         if mode is None:
@@ -285,8 +292,8 @@ class _DomainReader(ValueReader):
 
 
     def _devices(self, devices: etree._Element | None) -> Devices:
-        if devices is None:
-            return _NO_DEVICES
+        if devices is None or not len(devices):
+            return _NO_DEVICES  # equal to what an empty <devices> reads as
         args = [NOT_REPORTED] * len(_DEVICE_TAGS)
         for el in devices:
             at = _DEVICE_AT.get(el.tag)
