@@ -312,9 +312,11 @@ class _DomainReader(ValueReader):
             at = _FEATURE_AT.get(tag)
             if at is not None:
                 # The first of each tag wins (a read one is never
-                # NOT_REPORTED).
+                # NOT_REPORTED).  Most are flag-only: _support's first
+                # step inline, without the call.
                 if args[at] is NOT_REPORTED:
-                    args[at] = _support(el)
+                    args[at] = (_support(el) if len(el) else
+                                _FLAG_ONLY[yes_no(el.get("supported"))])
             elif tag == "sev":
                 if sev is None:
                     sev = el
