@@ -72,6 +72,7 @@ _HOST_MODEL_FLAG_ONLY = {flag: HostModelCPU(flag) for flag in _FLAG_ONLY}
 _CUSTOM_FLAG_ONLY = {flag: CustomCPUModes(flag) for flag in _FLAG_ONLY}
 _SEV_FLAG_ONLY = {flag: SEVCaps(flag) for flag in _FLAG_ONLY}
 _SGX_FLAG_ONLY = {flag: SGXCaps(flag) for flag in _FLAG_ONLY}
+_POLICY_NAME = ["policy", "name"]
 _USABLE_ONLY = ["usable"]
 _USABLE_VENDOR = ["usable", "vendor"]
 _USABLE_VENDOR_CANONICAL = ["usable", "vendor", "canonical"]
@@ -247,9 +248,14 @@ class _DomainReader(ValueReader):
         for el in mode:
             tag = el.tag
             if tag == "feature":
-                get = el.get
-                features.append(_Policy(get("name", ""),
-                                        get("policy", "require")))
+                # libvirt writes policy= then name=: unpacked from values().
+                if el.keys() == _POLICY_NAME:
+                    policy, name = el.values()
+                    features.append(_Policy(name, policy))
+                else:
+                    get = el.get
+                    features.append(_Policy(get("name", ""),
+                                            get("policy", "require")))
             elif tag == "model":
                 if model is None:
                     model = el
