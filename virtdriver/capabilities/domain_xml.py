@@ -301,11 +301,13 @@ class _DomainReader(ValueReader):
         if devices is None or not len(devices):
             return _NO_DEVICES  # equal to what an empty <devices> reads as
         args = [NOT_REPORTED] * len(_DEVICE_TAGS)
+        device_at = _DEVICE_AT.get
         for el in devices:
-            at = _DEVICE_AT.get(el.tag)
+            at = device_at(el.tag)
             # The first of each tag wins (a read one is never NOT_REPORTED).
             if at is not None and args[at] is NOT_REPORTED:
-                args[at] = _support(el)
+                args[at] = (_support(el) if len(el) else
+                            _FLAG_ONLY[yes_no(el.get("supported"))])
         return _Devices(*args)
 
     def _features(self, features: etree._Element | None) -> Features:
