@@ -141,8 +141,10 @@ def _support(el: etree._Element | None) -> Support:
 
 
 def _cpu_model(el: etree._Element) -> CPUModel:
-    """One named CPU model, whatever its attributes (items(): only those
-    present, in one call)."""
+    """One named CPU model, whatever its attributes.
+
+    ``items()`` reads only the attributes present, in one call.
+    """
     usable = vendor = canonical = None
     deprecated = False
     for name, value in el.items():
@@ -295,7 +297,6 @@ class _DomainReader(ValueReader):
                 yes_no(usable) if flag is _ODD else flag, vendor, False,
                 canonical))
         return _Custom(yes_no(mode.get("supported")), tuple(models))
-
 
     def _devices(self, devices: etree._Element | None) -> Devices:
         if devices is None or not len(devices):

@@ -159,10 +159,12 @@ class _HostReader(ValueReader):
                      distances, cpus)
 
     def _cell_cpus(self, cpus: etree._Element) -> tuple[CellCPU, ...]:
-        # The hot loop of a large host (one element per host CPU): one
-        # items() call reads only the attributes present, the all-digits
-        # check is inline; anything else is left to _cell_cpu_checked,
-        # which refuses it with int_attr's errors, in the usual order.
+        # The hot loop of a large host (one element per host CPU).  Large
+        # cells are read by column first; otherwise (or if the columns are
+        # odd) one items() call per CPU reads only the attributes present,
+        # the all-digits check is inline, and anything else is left to
+        # _cell_cpu_checked, which refuses it with int_attr's errors, in
+        # the usual order.
         els = list(cpus.iterchildren("cpu"))
         if len(els) >= _MIN_CPU_COLUMNS:
             by_column = _cpu_columns(els)
