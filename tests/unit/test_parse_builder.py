@@ -10,7 +10,7 @@ import pytest
 
 from virtdriver.capabilities import (
     domain, host, parse_domain_capabilities, parse_host_capabilities)
-from virtdriver.capabilities.xmlsafe import frozen_builder
+from virtdriver.frozen import frozen_builder
 
 from tests.corpus import corpus_files
 

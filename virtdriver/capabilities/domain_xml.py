@@ -22,8 +22,9 @@ from virtdriver.capabilities.domain import (
     DomainCapabilities, Features, HostModelCPU, LoaderCaps, NOT_REPORTED,
     OSCaps, SEVCaps, SGXCaps, SGXSection, Support)
 from virtdriver.capabilities.xmlsafe import (
-    DEFAULT_MAX_BYTES, YES_NO, ValueReader, frozen_builder, parse_document,
+    DEFAULT_MAX_BYTES, YES_NO, ValueReader, parse_document,
     yes_no)
+from virtdriver.frozen import frozen_builder
 
 _DEVICE_TAGS = tuple(f.name for f in fields(Devices))
 _DEVICE_AT = {tag: at for at, tag in enumerate(_DEVICE_TAGS)}

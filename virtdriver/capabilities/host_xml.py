@@ -23,7 +23,8 @@ from virtdriver.capabilities.host import (
     HostCapabilities, HostCPU, NUMACell, Pages)
 from virtdriver.capabilities.xmlsafe import (
     DEFAULT_MAX_BYTES, MAX_DIGITS, ValueReader,
-    attribute_columns, digit_column, frozen_builder, parse_document, yes_no)
+    attribute_columns, digit_column, parse_document, yes_no)
+from virtdriver.frozen import frozen_builder
 from virtdriver.cpuset import MAX_CPU_ID, CPUSetError, parse_cpuset
 
 _Bank = frozen_builder(CacheBank)

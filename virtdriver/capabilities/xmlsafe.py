@@ -8,10 +8,7 @@ limit; anything else is refused with :class:`CapabilityXMLError`.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
 
 from lxml import etree
 
@@ -21,7 +18,6 @@ from virtdriver.capabilities.errors import CapabilityXMLError
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 
 _DTD_MARKERS = (b"<!DOCTYPE", b"<!ENTITY")
-_Model = TypeVar("_Model")
 _parsers = threading.local()
 
 #: Integers in libvirt XML are at most 64-bit; longer digit strings are refused
@@ -165,50 +161,6 @@ def _as_bytes(xml: str | bytes, source: str) -> bytes:
             source, f"text holds a character that is not valid Unicode "
             f"({exc.reason} at offset {exc.start})",
             hint="decode the source strictly, or pass its bytes") from None
-
-
-def frozen_builder(cls: type[_Model]) -> Callable[..., _Model]:
-    """A fast positional constructor for the frozen slotted dataclass ``cls``.
-
-    A frozen dataclass's ``__init__`` sets each field through
-    ``object.__setattr__`` (about 0.1 µs a field), which made model
-    construction a large share of a parse.  The builder is a plain slotted
-    twin with ``cls``'s fields: its ``__init__`` sets the slots directly
-    and then turns the instance into a ``cls`` (``__class__`` assignment,
-    allowed because both classes have the same slots and base).  What it
-    returns is an ordinary ``cls`` instance: frozen, equal, hashable and
-    ``dataclasses.asdict``-able like one built by ``cls(...)``.  It takes
-    the same arguments with the same defaults; it does not run
-    ``__post_init__``, so ``cls`` must not have one.
-
-    Raises:
-        TypeError: ``cls`` is not a frozen, slotted dataclass deriving
-            directly from ``object`` without ``__post_init__``.
-    """
-    params = getattr(cls, "__dataclass_params__", None)
-    names = tuple(field.name for field in dataclasses.fields(cls))
-    if (params is None or not params.frozen or cls.__bases__ != (object,)
-            or getattr(cls, "__slots__", None) != names
-            or hasattr(cls, "__post_init__")):
-        raise TypeError(f"{cls.__qualname__}: frozen_builder needs a frozen "
-                        "dataclass(slots=True) deriving from object")
-    defaults: list[Any] = []
-    for field in dataclasses.fields(cls):
-        if field.default is not dataclasses.MISSING:
-            defaults.append(field.default)
-        elif defaults or field.default_factory is not dataclasses.MISSING:
-            raise TypeError(f"{cls.__qualname__}.{field.name}: "
-                            "frozen_builder needs plain defaults")
-    body = "".join(f"    self.{name} = {name}\n" for name in names)
-    namespace: dict[str, Any] = {"cls": cls}
-    exec(f"def __init__(self, {', '.join(names)}):\n{body}"  # noqa: S102
-         "    self.__class__ = cls\n", namespace)
-    init = namespace["__init__"]
-    init.__defaults__ = tuple(defaults) or None
-    return type(f"{cls.__name__}Builder", (), {
-        "__slots__": names, "__init__": init,
-        "__doc__": f"Build a {cls.__name__} (see frozen_builder).",
-        "__module__": cls.__module__})
 
 
 def _dtd_error(source: str, line: int | None) -> CapabilityXMLError:

@@ -24,6 +24,7 @@ from types import MappingProxyType
 import os_traits
 
 from virtdriver.capabilities.traits.names import invalid_reason
+from virtdriver.frozen import frozen_builder
 from virtdriver.resource_tracker.errors import InvalidProvider, describe
 from virtdriver.resource_tracker.inventory import Inventory
 
@@ -69,40 +70,11 @@ class ProviderData:
         return describe(self.name, self.uuid)
 
 
-class _Unfrozen:
-    """:class:`ProviderData`'s slots without the frozen ``__setattr__``."""
-
-    __slots__ = ProviderData.__slots__
-
-
-_new = object.__new__
-
-
-def make_record(uuid: str, name: str, generation: int | None,
-                parent_uuid: str | None, root_uuid: str,
-                inventory: Mapping[str, Inventory], traits: frozenset[str],
-                aggregates: frozenset[str]) -> ProviderData:
-    """``ProviderData(...)`` for fields the caller has checked.
-
-    The tree builds a record on every write, and the frozen dataclass's
-    ``__init__`` (one ``object.__setattr__`` call per field) and
-    ``dataclasses.replace`` cost 3-5 times as much as this: fill an
-    instance of a plain class with the same slots, then make it a
-    :class:`ProviderData` (``__class__`` assignment, which CPython allows
-    between classes of the same slot layout).  The result is an ordinary
-    frozen record.
-    """
-    record = _new(_Unfrozen)
-    record.uuid = uuid
-    record.name = name
-    record.generation = generation
-    record.parent_uuid = parent_uuid
-    record.root_uuid = root_uuid
-    record.inventory = inventory
-    record.traits = traits
-    record.aggregates = aggregates
-    record.__class__ = ProviderData
-    return record
+#: ``ProviderData(...)`` for fields the caller has checked, every field
+#: positional: the tree builds a record on every write, and the frozen
+#: ``__init__`` or ``dataclasses.replace`` cost 3-5 times as much (see
+#: :mod:`virtdriver.frozen`).
+make_record = frozen_builder(ProviderData, all_required=True)
 
 
 def fast_traits(traits: object) -> frozenset[str] | None:
