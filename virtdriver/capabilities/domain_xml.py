@@ -5,7 +5,7 @@ describes, never by searching the whole document, so the ``usb`` of
 ``<redirdev><enum name='bus'>`` can never turn into a disk bus.
 
 Reading is eager (every value is checked here) and kept cheap: models are
-built by :func:`~.xmlsafe.frozen_builder` constructors, positionally;
+built by :func:`virtdriver.frozen.frozen_builder` constructors, positionally;
 what a document leaves out is a shared default instance, and so is an
 element with only a ``supported`` flag (one per flag; models are
 immutable).  See ``docs/capabilities.md``, performance.

@@ -6,7 +6,7 @@ a bad one is refused with its line), and the per-element work is kept
 small: one ``get`` or ``items()`` per element read, integers checked
 inline on the common all-digits path, cells of many CPUs read by column
 (:func:`~.xmlsafe.attribute_columns`; anything odd is read CPU by CPU, for
-the error), models built by :func:`~.xmlsafe.frozen_builder`
+the error), models built by :func:`virtdriver.frozen.frozen_builder`
 constructors, and shared instances for what a document leaves out (see
 ``docs/capabilities.md``, performance).
 """
