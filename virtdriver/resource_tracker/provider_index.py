@@ -28,6 +28,9 @@ the log and read the state before it (:func:`children_before`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from virtdriver.resource_tracker.errors import ProviderNotFound
 from virtdriver.resource_tracker.provider import ProviderData
 
@@ -39,6 +42,21 @@ MISSING = object()
 # CHILD_SET: parent ``key``'s whole child set was ``old`` (a dict no one
 # changes any more, or MISSING).
 UUID, NAME, STAMP, CHILD_ADDED, CHILD_DROPPED, CHILD_SET = range(6)
+
+
+def preorder(uuid: str | None, children_of: Callable[[str | None], Any]
+             ) -> list:
+    """``uuid`` and its descendants, parents first, siblings in order;
+    ``children_of(uuid)`` gives a node's ordered children (or nothing)."""
+    order: list = []
+    stack = [uuid]
+    while stack:
+        current = stack.pop()
+        order.append(current)
+        below = children_of(current)
+        if below:
+            stack.extend(reversed(below))
+    return order
 
 
 class ProviderIndex:
@@ -90,16 +108,7 @@ class ProviderIndex:
     def subtree(self, uuid: str | None) -> list[str]:
         """``uuid`` and its descendants, parents before children (preorder,
         siblings in creation order).  ``None`` gives ``[None]`` + all."""
-        order: list = []
-        stack = [uuid]
-        children = self.children
-        while stack:
-            current = stack.pop()
-            order.append(current)
-            below = children.get(current)
-            if below:
-                stack.extend(reversed(below))
-        return order
+        return preorder(uuid, self.children.get)
 
     # -- writes (``stamp``: the new stamp of the record's root) -----------
 

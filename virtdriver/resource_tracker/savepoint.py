@@ -20,7 +20,7 @@ from __future__ import annotations
 from virtdriver.resource_tracker.errors import ProviderNotFound
 from virtdriver.resource_tracker.provider import ProviderData
 from virtdriver.resource_tracker.provider_index import (
-    MISSING, NAME, STAMP, UUID, children_before)
+    MISSING, NAME, STAMP, UUID, children_before, preorder)
 
 
 class SavepointError(RuntimeError):
@@ -267,12 +267,4 @@ class TreeBefore:
 
     def _subtree(self, uuid: str | None) -> list:
         self._refresh()
-        order: list = []
-        stack = [uuid]
-        while stack:
-            current = stack.pop()
-            order.append(current)
-            below = self._child_set(current)
-            if below:
-                stack.extend(reversed(below))
-        return order
+        return preorder(uuid, self._child_set)
