@@ -162,3 +162,28 @@ def test_unknown_fields_of_a_wrong_file_are_quoted_only_in_part(tmp_path):
     message = str(info.value)
     assert "h" * 20 not in message
     assert "(10 in all)" in message
+
+
+def test_json_values_are_counted_keys_included(tmp_path, monkeypatch):
+    monkeypatch.setattr(data_files, "MAX_VALUES", 8)
+    path = tmp_path / "nodes.json"
+    # 9 values: the object, its 2 keys, the list and its 2 items, the
+    # inner object, its key and its value.
+    path.write_text('{"a": [1, 2], "b": {"c": 3}}')
+    assert "more than 8 values" in refused(path)
+    monkeypatch.setattr(data_files, "MAX_VALUES", 9)
+    assert load(path) == {"a": [1, 2], "b": {"c": 3}}
+
+
+def test_a_json_scalar_below_the_deepest_level_is_refused(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * (MAX_DEPTH - 1) + "1" + "]" * (MAX_DEPTH - 1))
+    assert load(path)                  # the 1 is at depth MAX_DEPTH
+    path.write_text("[" * MAX_DEPTH + "1" + "]" * MAX_DEPTH)
+    assert "nest" in refused(path)     # the 1 is one level deeper
+
+
+def test_a_json_key_repeated_later_in_an_object_is_refused(tmp_path):
+    path = tmp_path / "dup.json"
+    path.write_text('{"nodes": [{"a": 1, "b": 2, "c": 3, "b": 4}]}')
+    assert "key 'b' appears twice in one object" in refused(path)
