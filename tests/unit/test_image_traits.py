@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from virtdriver.claims import image_traits as it
-from virtdriver.claims.extra_specs import image_traits as folded
 from virtdriver.claims.image_traits import (
     FORBIDDEN, REQUIRED, ImageTraits, InvalidImage, image_traits,
     image_traits_or_raise)
@@ -242,14 +241,6 @@ def test_an_implied_trait_the_image_forbids_is_a_problem():
 def test_bad_explicit_traits_are_problems(props, says):
     assert says in problem(image_traits(props))
 
-
-def test_extra_specs_image_traits_returns_the_folded_sets():
-    props = {"hw_video_model": "qxl", "trait:CUSTOM_X": "forbidden",
-             "hw_disk_bus": "floppy"}
-    required, forbidden, problems = folded(props)
-    assert required == {os_traits.COMPUTE_GRAPHICS_MODEL_QXL}
-    assert forbidden == {"CUSTOM_X"}
-    assert [p.keys for p in problems] == [{"hw_disk_bus": "floppy"}]
 
 
 def test_image_traits_or_raise():

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from virtdriver.claims.image_traits import image_traits as implied_traits
 from virtdriver.claims.model import PAGE_SIZES, Flavor, PageSize, Problem
 from virtdriver.cpuset import CPUSetError, format_cpuset, parse_cpuset
 
@@ -249,16 +248,6 @@ def group_keys(specs: Mapping[str, Any], prefix: str, name: str
     request groups, e.g. ``resources1:PCPU``), sorted."""
     pattern = re.compile(rf"^{prefix}([1-9][0-9]*)?:{re.escape(name)}$")
     return sorted(k for k in specs if pattern.match(k))
-
-
-def image_traits(properties: Mapping[str, Any]
-                 ) -> tuple[frozenset[str], frozenset[str], list[Problem]]:
-    """The traits an image requires and forbids — explicit ones
-    (``trait:<NAME>=required`` or ``=forbidden``) folded with those its
-    other properties imply (``hw_disk_bus``…, see
-    :mod:`virtdriver.claims.image_traits`) — and the problems found."""
-    found = implied_traits(properties)
-    return found.required, found.forbidden, list(found.problems)
 
 
 def flavor_traits(extra_specs: Mapping[str, Any]
