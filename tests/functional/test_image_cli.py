@@ -191,7 +191,9 @@ def test_a_value_no_trait_expresses_exits_2_in_one_line(tmp_path, capsys,
 @pytest.mark.parametrize("document, says", [
     ("{not json", "not valid JSON"),
     ({"properties": {}, "disk_format": 3}, "disk_format: 3 is not a string"),
-    ({"properties": {}, "name": "x"}, "unknown field(s) name"),
+    ({"properties": {}, "name": "x"},
+     "unknown field(s) name; known: disk_format, properties"),
+    ({"properties": {}, "disk_format": None}, "disk_format: None is not"),
     ({"properties": []}, "properties must be an object"),
 ])
 def test_unusable_image_documents_exit_2(tmp_path, capsys, document, says):

@@ -15,7 +15,7 @@ left out (no properties, no allocations).  Every problem names the field.
 from __future__ import annotations
 
 import uuid as uuidlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from virtdriver.claims.model import ClaimError, Flavor, Instance
@@ -52,13 +52,16 @@ def instance_from_document(document: Any, source: str) -> Instance:
     return Instance(canonical, flavor, image, allocations)
 
 
-def image_properties(document: Any, source: str) -> dict[str, Any]:
-    """The properties of an IMAGE.json document (``{"properties": {}}``).
+def image_properties(document: Any, source: str, *,
+                     also: Iterable[str] = ()) -> dict[str, Any]:
+    """The properties of an IMAGE.json document (``{"properties": {}}``);
+    the fields in ``also`` are allowed beside them (the caller reads
+    them).
 
     Raises:
         InvalidDocument: naming ``source`` and the field at fault.
     """
-    data = _object(document, source, "the image", {"properties"})
+    data = _object(document, source, "the image", {"properties", *also})
     properties = data.get("properties", {})
     if not isinstance(properties, Mapping) or not all(
             isinstance(key, str) for key in properties):

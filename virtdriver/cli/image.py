@@ -63,15 +63,13 @@ def image_document(document: Any, source: str) -> ImageDocument:
     Raises:
         InvalidDocument: naming ``source`` and the field at fault.
     """
-    disk_format = None
-    if isinstance(document, Mapping) and DISK_FORMAT in document:
-        document = dict(document)
-        disk_format = document.pop(DISK_FORMAT)
-        if not isinstance(disk_format, str):
-            raise InvalidDocument(
-                f"{source}: disk_format: {disk_format!r} is not a string; "
-                "give Glance's disk format, e.g. \"qcow2\"")
-    return ImageDocument(image_properties(document, source), disk_format)
+    properties = image_properties(document, source, also=(DISK_FORMAT,))
+    disk_format = document.get(DISK_FORMAT)
+    if DISK_FORMAT in document and not isinstance(disk_format, str):
+        raise InvalidDocument(
+            f"{source}: disk_format: {disk_format!r} is not a string; "
+            "give Glance's disk format, e.g. \"qcow2\"")
+    return ImageDocument(properties, disk_format)
 
 
 def read_image(path: str) -> tuple[ImageDocument, ImageTraits]:
