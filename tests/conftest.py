@@ -5,16 +5,45 @@ from __future__ import annotations
 import os
 import pathlib
 
+import hypothesis
 import pytest
 
+from tests import xdist_scopes
 from tests.corpus import CORPUS
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+#: The pytest-xdist worker this process is ("gw0", "gw1", ...), or "main"
+#: when the suite runs in one process.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
 #: State for tests that open qemu:///embed.  libvirt allows one embed root
-#: per process, so the whole session shares this one; it lives in the
-#: checkout (ignored by git) so QEMU's probed capabilities stay cached
-#: between runs.
-TEST_STATE_DIR = REPO / ".state" / "tests"
+#: per process, so each test process (each xdist worker) has its own; it
+#: lives in the checkout (ignored by git) so QEMU's probed capabilities
+#: stay cached between runs.
+TEST_STATE_DIR = REPO / ".state" / "tests" / WORKER
+
+# No test may depend on how fast the machine is: Hypothesis's per-example
+# deadline and its too-slow health check are wall-clock limits, so both are
+# off for every property test (each still sets its own example count).
+hypothesis.settings.register_profile(
+    "virtdriver", deadline=None,
+    suppress_health_check=[hypothesis.HealthCheck.too_slow])
+hypothesis.settings.load_profile("virtdriver")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Spread the suite over xdist workers by :mod:`tests.xdist_scopes`."""
+    return xdist_scopes.make_scheduler(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Refuse a test whose fixtures belong to another unit of work than
+    :mod:`tests.xdist_scopes` gives it (it would repeat their cost)."""
+    problems = [problem for item in items
+                if (problem := xdist_scopes.misplaced(
+                    item.nodeid, getattr(item, "fixturenames", ())))]
+    if problems:
+        raise pytest.UsageError("\n".join(problems))
 
 
 @pytest.fixture(scope="session")

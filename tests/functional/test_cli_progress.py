@@ -1,6 +1,6 @@
 """The CLI's progress bar and its global ``--quiet`` and ``--log-file``.
 
-A real ``virtdriver sync`` of 80 ironic nodes to the embedded Placement
+A real ``virtdriver sync`` of 20 ironic nodes to the embedded Placement
 runs in a subprocess whose stderr is a pseudo-terminal (``pty.openpty``)
 or a pipe.  A provider config file with a newer schema version makes the
 run log one warning, so hiding it (``--quiet``) and writing it to
@@ -24,7 +24,7 @@ import pytest
 from virtdriver.cli import main
 from virtdriver.render.progress import MIN_INTERVAL, Progress, progress_bar
 
-NODES = 80
+NODES = 20
 BAR = re.compile(r"\rsyncing providers \[[#-]{30}\] (\d+)/(\d+)")
 WARNING = "schema version 1.1"
 SUMMARY = f"sync: synced, {NODES} providers changed"
@@ -94,8 +94,8 @@ def test_a_terminal_shows_the_bar_to_the_end_then_clears_it(host):
     assert steps[-1] == (NODES, NODES)
     dones = [done for done, _ in steps]
     assert dones == sorted(dones)
-    # Rate-limited: far fewer redraws than providers.
-    assert len(steps) < NODES / 2
+    # How many redraws there are depends on the machine's speed: the rate
+    # limit is tested with a clock of the test's own (below).
     # Cleared at the end, before anything else is said.
     assert err[err.rindex(f"{NODES}/{NODES}"):].startswith(
         f"{NODES}/{NODES}\r\x1b[K")

