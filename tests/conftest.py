@@ -8,7 +8,7 @@ import pathlib
 import hypothesis
 import pytest
 
-from tests import xdist_scopes
+from tests import corpus, xdist_scopes
 from tests.corpus import CORPUS
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -46,12 +46,33 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError("\n".join(problems))
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    """A fixture that reads a corpus file skips the test, with the one
+    line :data:`tests.corpus.MISSING`, when the corpus is absent."""
+    return (yield from _skipping_without_corpus())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """The same for a test body that reads a corpus file."""
+    return (yield from _skipping_without_corpus())
+
+
+def _skipping_without_corpus():
+    try:
+        return (yield)
+    except OSError as exc:
+        if corpus.missing_corpus_file(exc):
+            pytest.skip(corpus.MISSING)
+        raise
+
+
 @pytest.fixture(scope="session")
 def corpus_dir() -> pathlib.Path:
     """The libvirt XML corpus beside the checkout (``../shared``)."""
     if not CORPUS.is_dir():
-        pytest.skip(f"libvirt XML corpus not found at {CORPUS} (it is "
-                    "shared/corpus/libvirt beside the repository)")
+        pytest.skip(corpus.MISSING)
     return CORPUS
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os_traits
 import pytest
 
-from tests.corpus import corpus_files
+from tests.corpus import CORPUS
 from virtdriver.capabilities import (
     parse_domain_capabilities, parse_host_capabilities)
 from virtdriver.capabilities.traits.config import TraitConfig
@@ -40,7 +40,7 @@ KVM_DEFAULT = TraitConfig(virt_type="kvm")
 
 
 def corpus(kind: str, name: str):
-    return next(p for p in corpus_files(kind) if p.name == name)
+    return CORPUS / kind / name
 
 
 def report(config: TraitConfig, *docs: str, virt: str | None = None,
