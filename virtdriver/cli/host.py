@@ -13,7 +13,6 @@ from typing import TextIO, TypeVar
 
 import libvirt
 
-from virtdriver import render
 from virtdriver.capabilities import CapabilityXMLError
 from virtdriver.capabilities.cpu_map import INDEX, CPUModelCatalog
 from virtdriver.capabilities.traits.config import TraitConfig
@@ -30,7 +29,9 @@ from virtdriver.drivers.libvirt.host import CapabilitySource, read_host
 from virtdriver.drivers.libvirt.traits import trait_report
 from virtdriver.provider_config import (
     EVERY_COMPUTE_NODE, ProviderConfigError, check_ownership, load_directory)
-from virtdriver.render.explain import DEFAULT_WIDTH
+from virtdriver.render.explain import (
+    DEFAULT_WIDTH, render_explanation_table, render_explanations)
+from virtdriver.render.host import render_json, render_text
 
 T = TypeVar("T")
 Opener = Callable[[str | None], tuple[CapabilitySource, URIChoice]]
@@ -61,8 +62,7 @@ def run_command(args: argparse.Namespace, config: TraitConfig, *,
         answers = select(answers, statuses=statuses, families=families)
         out.write(explanations(answers, args, out))
     else:
-        renderer = (render.render_json if args.format == "json"
-                    else render.render_text)
+        renderer = render_json if args.format == "json" else render_text
         out.write(renderer(reading, choice.reason, report))
     return 0
 
@@ -96,12 +96,12 @@ def explanations(answers: list[Explanation], args: argparse.Namespace,
     """Paragraphs for the traits named, else the table (as wide as the
     terminal, 100 columns in a pipe)."""
     if args.traits:
-        return render.render_explanations(answers, args.format)
+        return render_explanations(answers, args.format)
     width = DEFAULT_WIDTH
     isatty = getattr(out, "isatty", None)
     if isatty is not None and isatty():
         width = shutil.get_terminal_size((width, 24)).columns
-    return render.render_explanation_table(answers, args.format, width=width)
+    return render_explanation_table(answers, args.format, width=width)
 
 
 def configured_traits(conf, ownership: Ownership) -> dict[str, ConfigSource]:
