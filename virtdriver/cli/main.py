@@ -54,7 +54,8 @@ def main(argv: Sequence[str] | None = None, *,
         return EXIT_INTERRUPTED
     except Exception as exc:  # the policy: every error ends here
         return show_error(exc, debug=args.debug, err=sys.stderr,
-                          named=list(named_paths(args)))
+                          named=list(named_paths(args)),
+                          driver=_driver_code(args))
 
 
 def run(args: argparse.Namespace, opener: Opener | None) -> int:
@@ -206,6 +207,24 @@ def named_paths(args: argparse.Namespace) -> Iterator[str]:
         for path in value if isinstance(value, list) else [value]:
             if path:
                 yield path
+
+
+def _driver_code(args: argparse.Namespace):
+    """The command's driver as :class:`~.errors.DriverCode`, if it has
+    one that loaded (``None`` otherwise)."""
+    name = getattr(args, "driver", None)
+    if name is None:
+        return None
+    from virtdriver.cli.errors import DriverCode
+    from virtdriver.drivers.base import ComputeDriver
+    from virtdriver.drivers.loader import load_driver_class
+    try:
+        cls = load_driver_class(name)
+    except Exception:  # noqa: BLE001 (it did not load: nothing to blame)
+        return None
+    return DriverCode(name, f"{cls.__module__}:{cls.__qualname__}",
+                      frozenset(klass.__module__ for klass in cls.__mro__
+                                if not issubclass(ComputeDriver, klass)))
 
 
 def _stdout_gone() -> int:
