@@ -19,7 +19,7 @@ from virtdriver.claims.rebuild import (
 from virtdriver.cli.checks import placement_url
 from virtdriver.cli.errors import EXIT_REFUSED, CommandError
 from virtdriver.cli.image import image_document
-from virtdriver.cli.loading import host_tree, started_driver
+from virtdriver.cli.loading import chosen_node, host_tree, started_driver
 from virtdriver.drivers.base import ComputeDriver
 from virtdriver.drivers.data_files import load_data_file
 from virtdriver.render.claims import render_claims, render_fit
@@ -42,7 +42,7 @@ def run_claims_command(args: argparse.Namespace, conf,
                               tree=host_tree(driver, args.driver, conf))
     if args.command == "claim":
         instance = _instance(args.instance)
-        nodename = _node(driver, args.node)
+        nodename = chosen_node(driver, args)
         found = tracker.instance_claim(instance, nodename)
         out.write(render_fit(nodename, found, args.format))
         return 0
@@ -95,13 +95,3 @@ def _instance_uuid(value: str) -> str:
         return str(uuidlib.UUID(value))
     except ValueError:
         return _instance(value).uuid
-
-
-def _node(driver: ComputeDriver, nodename: str | None) -> str:
-    nodes = driver.get_available_nodes()
-    if nodename is not None:
-        return nodename
-    if len(nodes) != 1:
-        raise CommandError(f"the driver has {len(nodes)} nodes; say which "
-                           f"with --node ({', '.join(nodes[:10])})")
-    return nodes[0]

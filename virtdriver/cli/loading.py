@@ -17,6 +17,7 @@ import pathlib
 import socket
 import tempfile
 
+from virtdriver.cli.errors import CommandError
 from virtdriver.drivers.base import ComputeDriver
 from virtdriver.drivers.loader import build_driver
 from virtdriver.resource_tracker.provider_tree import ProviderTree
@@ -58,6 +59,24 @@ def started_driver(args: argparse.Namespace, conf) -> ComputeDriver:
     driver = new_driver(args, conf)
     driver.init_host(socket.gethostname())
     return driver
+
+
+def chosen_node(driver: ComputeDriver, args: argparse.Namespace) -> str:
+    """``--node`` if the driver has it, else the driver's only node.
+
+    Raises:
+        CommandError: no such node, or several and none chosen.
+    """
+    nodes = driver.get_available_nodes()
+    wanted = getattr(args, "node", None)
+    shown = ", ".join(nodes[:10]) + (", …" if len(nodes) > 10 else "")
+    if wanted is not None and wanted not in nodes:
+        raise CommandError(f"--node {wanted!r}: driver {args.driver!r} has "
+                           f"no such node; give one of: {shown or 'none'}")
+    if wanted is None and len(nodes) != 1:
+        raise CommandError(f"driver {args.driver!r} has {len(nodes)} nodes; "
+                           f"say which with --node ({shown or 'none'})")
+    return wanted if wanted is not None else nodes[0]
 
 
 def provider_config(conf) -> str | None:

@@ -124,6 +124,9 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
     if args.command == "image-check":
         from virtdriver.cli.image import run_image_check
         return run_image_check(args, conf, config, opener=opener)
+    if args.command == "explain" and args.driver != "libvirt":
+        from virtdriver.cli.explain import run_driver_explain
+        return run_driver_explain(args, conf)
     if opener is None:
         from virtdriver.drivers.libvirt.connection import open_connection
         opener = open_connection
