@@ -1,10 +1,12 @@
-"""Loading virt drivers through stevedore, against real installed plugins.
+"""Loading virt drivers through stevedore, against real plugins.
 
 ``tests/plugins/virtdriver_example`` (a working out-of-tree driver) and
 ``tests/plugins/virtdriver_broken`` (one whose module fails to import) are
-real distributions that ``./run`` installs into the test environment; these
-tests find them through their ``virtdriver.drivers`` entry points exactly
-as a compute service would.
+real distributions; this module registers them for itself
+(:func:`tests.plugins.registry.registered`: their dist-info in a temporary
+directory on ``sys.path``, nothing installed), and the tests find them
+through their ``virtdriver.drivers`` entry points exactly as a compute
+service would.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import importlib.metadata
 import io
 import json
+import os
+import pathlib
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -23,32 +27,29 @@ import os_traits
 import pytest
 from stevedore.extension import ExtensionManager
 
-from virtdriver import cli, render
+from tests.plugins.registry import registered
+from virtdriver import cli
+from virtdriver.capabilities.traits.derive import TraitReport
+from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.drivers.base import (
     ComputeDriver, DriverError, NodeCapabilities, NodeNotFoundError)
+from virtdriver.drivers.identity import root_uuid
 from virtdriver.drivers.loader import (
     NAMESPACE, DriverInfo, DriverLoadError, UnknownDriverError,
-    available_drivers, load_driver, load_driver_class)
+    available_drivers, build_driver, load_driver, load_driver_class)
+from virtdriver.render.drivers import render_drivers
 
-PLUGINS = {"virtdriver-example": "tests/plugins/virtdriver_example",
-           "virtdriver-broken": "tests/plugins/virtdriver_broken"}
 BROKEN_TARGET = "virtdriver_broken.driver:BrokenDriver"
 EXAMPLE_TARGET = "virtdriver_example.driver:ExampleDriver"
 HOST = "compute-1"
 
 
 @pytest.fixture(autouse=True, scope="module")
-def plugins_installed() -> None:
-    """The two test plugins must be installed; say how when they are not."""
-    missing = []
-    for dist, path in PLUGINS.items():
-        try:
-            importlib.metadata.distribution(dist)
-        except importlib.metadata.PackageNotFoundError:
-            missing.append(path)
-    if missing:
-        pytest.fail("test driver plugins not installed: run ./run setup, or "
-                    "pip install " + " ".join(f"-e {p}" for p in missing))
+def plugin_paths(tmp_path_factory: pytest.TempPathFactory):
+    """The two test plugins, registered for this module's tests; the
+    paths a fresh process needs on ``PYTHONPATH``."""
+    with registered(tmp_path_factory.mktemp("plugins")) as paths:
+        yield paths
 
 
 def _by_name(infos: Iterable[DriverInfo]) -> dict[str, DriverInfo]:
@@ -154,8 +155,6 @@ class _Tree:
 
 
 def test_update_provider_tree_creates_the_node_with_inventory() -> None:
-    from virtdriver_example.driver import node_uuid
-
     driver = load_driver("example", vcpus=16)
     driver.init_host(HOST)
     tree = _Tree()
@@ -163,7 +162,8 @@ def test_update_provider_tree_creates_the_node_with_inventory() -> None:
     driver.update_provider_tree(tree, HOST)
 
     node = tree.providers[HOST]
-    assert node.uuid == node_uuid(HOST)
+    assert node.uuid == root_uuid("example", HOST)
+    assert driver.recognizes_root(HOST, node.uuid)
     assert node.inventory[orc.VCPU]["total"] == 16
     assert set(node.inventory) == {orc.VCPU, orc.MEMORY_MB, orc.DISK_GB}
     assert node.traits == {os_traits.HW_CPU_X86_AVX2,
@@ -303,6 +303,193 @@ def test_two_entry_points_with_one_name_are_refused_naming_both(
     assert "2 entry points share this name" in info.value.reason
 
 
+# --- the constructor contract, and the commands that load a driver --------
+
+class OneNode(ComputeDriver):
+    """A complete driver with one node and no owned traits."""
+
+    capabilities: Mapping[str, bool] = {}
+    ownership = Ownership(frozenset(), ())
+    root_uuid_kind = "one-node"
+
+    def __init__(self, *, conf: object = None) -> None:
+        self.conf = conf
+        self.host = ""
+
+    def init_host(self, host: str) -> None:
+        self.host = host
+
+    def get_available_nodes(self, refresh: bool = False) -> list[str]:
+        return [self.host]
+
+    def node_capabilities(self, nodename: str) -> NodeCapabilities:
+        return NodeCapabilities(nodename, TraitReport({}, self.ownership))
+
+    def update_provider_tree(self, tree, nodename: str,
+                             allocations: Any = None) -> None:
+        if not tree.exists(nodename):
+            tree.new_root(nodename, root_uuid(self.root_uuid_kind, nodename))
+
+
+class NeedsEndpoint(OneNode):
+    def __init__(self, endpoint: str, *, conf: object = None) -> None:
+        super().__init__(conf=conf)
+
+
+class TakesAll(OneNode):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__()
+        self.given = kwargs
+
+
+class CrashesWhenBuilt(OneNode):
+    def __init__(self) -> None:
+        raise KeyError("region")
+
+
+class RefusesNoOptions(OneNode):
+    def __init__(self, *, conf: object = None) -> None:
+        raise DriverError("one-node driver: no region; pass region=...")
+
+
+class CrashesInUpdate(OneNode):
+    def update_provider_tree(self, tree, nodename: str,
+                             allocations: Any = None) -> None:
+        super().update_provider_tree(tree, nodename)
+        self._count_cells()
+
+    def _count_cells(self) -> float:
+        return 1 / 0
+
+
+class NoTraits(OneNode):
+    def node_capabilities(self, nodename: str) -> NodeCapabilities:
+        return NodeCapabilities(nodename)
+
+
+CONTRACT = {"needy": "NeedsEndpoint", "takes-all": "TakesAll",
+            "crash-build": "CrashesWhenBuilt", "refuses": "RefusesNoOptions",
+            "crash-update": "CrashesInUpdate", "no-traits": "NoTraits",
+            "one-node": "OneNode"}
+
+
+@pytest.fixture
+def contract_drivers(monkeypatch: pytest.MonkeyPatch,
+                     tmp_path: pathlib.Path) -> None:
+    """The drivers above registered by name (and the example beside them),
+    for in-process commands with a state directory of their own."""
+    eps = [importlib.metadata.EntryPoint(name, f"{__name__}:{attr}",
+                                         NAMESPACE)
+           for name, attr in CONTRACT.items()]
+    eps.append(importlib.metadata.EntryPoint("example", EXAMPLE_TARGET,
+                                             NAMESPACE))
+    monkeypatch.setitem(ExtensionManager.ENTRY_POINT_CACHE, NAMESPACE, eps)
+    monkeypatch.setenv("VIRTDRIVER_STATE_DIR", str(tmp_path / "state"))
+
+
+def test_build_driver_passes_only_what_the_constructor_names() -> None:
+    driver = build_driver("example", {"conf": object(), "uri": None,
+                                      "tier": "silver"})
+    driver.init_host(HOST)
+
+    traits = driver.node_capabilities(HOST).traits
+    assert traits is not None
+    assert "CUSTOM_EXAMPLE_TIER_SILVER" in traits.asserted
+
+
+@pytest.mark.usefixtures("contract_drivers")
+def test_a_kwargs_constructor_is_offered_everything() -> None:
+    driver = build_driver("takes-all", {"conf": "c", "uri": "u"})
+
+    assert driver.given == {"conf": "c", "uri": "u"}
+
+
+@pytest.mark.usefixtures("contract_drivers")
+def test_a_required_argument_nobody_offers_is_refused_naming_it() -> None:
+    with pytest.raises(DriverLoadError) as info:
+        build_driver("needy", {"conf": None})
+
+    assert "requires 'endpoint'" in info.value.reason
+    assert "offers this driver: conf" in info.value.reason
+    assert info.value.__cause__ is None  # found before calling it
+
+
+@pytest.mark.usefixtures("contract_drivers")
+def test_listing_says_ok_only_for_what_can_be_built_here() -> None:
+    infos = _by_name(available_drivers(offer=lambda name: {"conf": None}))
+
+    assert infos["one-node"].ok and infos["one-node"].note is None
+    assert infos["example"].ok
+    assert infos["takes-all"].ok
+    assert not infos["needy"].ok and "'endpoint'" in infos["needy"].error
+    assert infos["crash-build"].error == (
+        "constructing CrashesWhenBuilt with no arguments raised "
+        "KeyError: 'region'")
+    refuses = infos["refuses"]
+    assert refuses.ok and refuses.note == (
+        "one-node driver: no region; pass region=...")
+    assert "ok (with no options: one-node driver: no region" in \
+        render_drivers([refuses], "text")
+    # Without an offer nothing is built, but signatures are still checked.
+    unbuilt = _by_name(available_drivers())
+    assert unbuilt["crash-build"].ok
+    assert not unbuilt["needy"].ok
+
+
+@pytest.mark.usefixtures("contract_drivers")
+def test_cli_drivers_builds_each_driver(capsys) -> None:
+    assert cli.main(["drivers", "--format", "json"]) == 0
+
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["example"]["ok"] and rows["one-node"]["ok"]
+    assert "KeyError: 'region'" in rows["crash-build"]["error"]
+    assert "requires 'endpoint'" in rows["needy"]["error"]
+
+
+@pytest.mark.usefixtures("contract_drivers")
+def test_report_and_claims_build_the_keyword_only_example(capsys) -> None:
+    assert cli.main(["report", "--driver", "example"]) == 0
+    assert "CUSTOM_EXAMPLE_TIER_GOLD HW_CPU_X86_AVX2" in \
+        capsys.readouterr().out
+    assert cli.main(["claims", "--driver", "example"]) == 0
+    assert "no claims held" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("contract_drivers")
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_drivers_bug_in_update_is_its_failure_not_bad_input(
+        capsys, debug: bool) -> None:
+    status = cli.main(["report", "--driver", "crash-update"]
+                      + (["--debug"] if debug else []))
+
+    err = capsys.readouterr().err
+    assert status == cli.EXIT_INTERNAL
+    assert (f"virtdriver: driver 'crash-update' ({__name__}:CrashesInUpdate)"
+            " failed: on node ") in err
+    assert "ZeroDivisionError: division by zero" in err
+    assert "bug in the driver, not in the input" in err
+    assert ("Traceback" in err and "in _count_cells" in err) is debug
+    assert ("rerun with --debug" in err) is not debug
+
+
+@pytest.mark.usefixtures("contract_drivers")
+def test_explain_answers_from_any_drivers_trait_report(capsys) -> None:
+    status = cli.main(["explain", "--driver", "example", "--format", "json",
+                       os_traits.HW_CPU_X86_AVX512F])
+
+    [answer] = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert (answer["trait"], answer["status"], answer["family"]) == (
+        os_traits.HW_CPU_X86_AVX512F, "unasserted", "example hardware")
+    assert "lacks CPU flag 'avx512f'" in answer["sentence"]
+
+
+@pytest.mark.usefixtures("contract_drivers")
+def test_explain_refuses_a_driver_that_reports_no_traits(capsys) -> None:
+    assert cli.main(["explain", "--driver", "no-traits"]) == cli.EXIT_FAILURE
+    assert "reports no traits" in capsys.readouterr().err
+
+
 # --- listing --------------------------------------------------------------
 
 def test_available_drivers_lists_distribution_version_and_errors() -> None:
@@ -346,10 +533,14 @@ def test_cli_drivers_text_table() -> None:
     assert rows["broken"].index(BROKEN_TARGET) == column
 
 
-def test_cli_drivers_json_in_a_fresh_process() -> None:
+def test_cli_drivers_json_in_a_fresh_process(plugin_paths: list[str]
+                                             ) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [*plugin_paths, os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
         [sys.executable, "-m", "virtdriver.cli", "drivers", "--format",
-         "json"], capture_output=True, text=True, check=False, timeout=120)
+         "json"], capture_output=True, text=True, check=False, timeout=120,
+        env=env)
 
     assert done.returncode == 0, done.stderr
     entries = {entry["name"]: entry for entry in json.loads(done.stdout)}
@@ -357,14 +548,14 @@ def test_cli_drivers_json_in_a_fresh_process() -> None:
         "name": "example", "target": EXAMPLE_TARGET,
         "distribution": "virtdriver-example",
         "version": importlib.metadata.version("virtdriver-example"),
-        "ok": True, "error": None}
+        "ok": True, "error": None, "note": None}
     assert entries["broken"]["ok"] is False
     assert "virtdriver_broken_sdk" in entries["broken"]["error"]
 
 
 def test_render_drivers_says_when_none_are_installed() -> None:
-    assert "no virt drivers installed" in render.render_drivers([], "text")
-    assert json.loads(render.render_drivers([], "json")) == []
+    assert "no virt drivers installed" in render_drivers([], "text")
+    assert json.loads(render_drivers([], "json")) == []
 
 
 # --- the contract's small parts -------------------------------------------

@@ -10,10 +10,17 @@ exactly as they find an installed distribution's.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import pathlib
 import re
+import sys
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+
+from stevedore.extension import ExtensionManager
+
+from virtdriver.drivers.loader import NAMESPACE
 
 #: This directory: one project directory per plugin.
 PLUGINS = pathlib.Path(__file__).resolve().parent
@@ -33,6 +40,33 @@ def register(target: pathlib.Path, names: Iterable[str] = NAMES
         write_dist_info(project, target)
         paths.append(str(project))
     return paths
+
+
+@contextlib.contextmanager
+def registered(target: pathlib.Path, names: Iterable[str] = NAMES
+               ) -> Iterator[list[str]]:
+    """While inside, the plugins are registered in this process
+    (:func:`register`'s paths first on ``sys.path``, stevedore's view of
+    the namespace dropped); yields those paths (a fresh process needs
+    them on ``PYTHONPATH``).  After, ``sys.path`` is as it was and the
+    plugins' modules are forgotten."""
+    names = tuple(names)
+    paths = register(target, names)
+    saved = list(sys.path)
+    sys.path[:0] = paths
+    _forget()
+    try:
+        yield paths
+    finally:
+        sys.path[:] = saved
+        for module in [m for m in sys.modules if m.split(".")[0] in names]:
+            del sys.modules[module]
+        _forget()
+
+
+def _forget() -> None:
+    importlib.invalidate_caches()
+    ExtensionManager.ENTRY_POINT_CACHE.pop(NAMESPACE, None)
 
 
 def write_dist_info(project: pathlib.Path, target: pathlib.Path) -> None:
