@@ -473,6 +473,14 @@ def test_a_drivers_bug_in_update_is_its_failure_not_bad_input(
 
 
 @pytest.mark.usefixtures("contract_drivers")
+def test_a_constructor_that_crashes_is_the_drivers_failure(capsys) -> None:
+    assert cli.main(["sync", "--driver", "crash-build"]) == cli.EXIT_INTERNAL
+    err = capsys.readouterr().err
+    assert "driver 'crash-build'" in err and "KeyError: 'region'" in err
+    assert "bug in the driver" in err
+
+
+@pytest.mark.usefixtures("contract_drivers")
 def test_explain_answers_from_any_drivers_trait_report(capsys) -> None:
     status = cli.main(["explain", "--driver", "example", "--format", "json",
                        os_traits.HW_CPU_X86_AVX512F])

@@ -89,6 +89,8 @@ REFUSED_NAMES = (("virtdriver.claims.model", "ClaimError"),)
 #: The tracker's "some nodes failed to update": each node's exception is
 #: judged on its own.
 UPDATE_FAILED = (("virtdriver.resource_tracker.results", "UpdateAllError"),)
+#: A driver that could not be built: its cause is judged on its own.
+LOAD_FAILED = (("virtdriver.drivers.loader", "DriverLoadError"),)
 #: How many of a driver's failures the message names.
 _FAILURES_SHOWN = 3
 
@@ -111,12 +113,17 @@ class DriverCode:
     def failures(self, exc: BaseException
                  ) -> list[tuple[str | None, BaseException]]:
         """The bugs in ``exc`` that ran through the driver's code, as
-        (node, exception): ``exc`` itself (node ``None``), or the nodes of
-        a failed update whose exception is no known error."""
+        (node, exception): ``exc`` itself (node ``None``), what its
+        constructor raised (``exc`` a load error), or the nodes of a
+        failed update whose exception is no known error."""
+        known = error_classes(KNOWN_NAMES + REFUSED_NAMES)
         if isinstance(exc, error_classes(UPDATE_FAILED)):
-            known = error_classes(KNOWN_NAMES + REFUSED_NAMES)
             return [(node, err) for node, err in exc.errors.items()
                     if not isinstance(err, known) and self._ran(err)]
+        cause = exc.__cause__
+        if (isinstance(exc, error_classes(LOAD_FAILED)) and cause is not None
+                and not isinstance(cause, known) and self._ran(cause)):
+            return [(None, cause)]
         if exit_status(exc) is None and self._ran(exc):
             return [(None, exc)]
         return []
