@@ -16,6 +16,7 @@ import io
 import json
 import os
 import pathlib
+import socket
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -490,6 +491,30 @@ def test_explain_answers_from_any_drivers_trait_report(capsys) -> None:
     assert (answer["trait"], answer["status"], answer["family"]) == (
         os_traits.HW_CPU_X86_AVX512F, "unasserted", "example hardware")
     assert "lacks CPU flag 'avx512f'" in answer["sentence"]
+
+
+@pytest.mark.usefixtures("contract_drivers")
+def test_explain_finds_a_provider_config_entry_by_the_drivers_root_uuid(
+        capsys, tmp_path: pathlib.Path) -> None:
+    node = socket.gethostname()
+    config = tmp_path / "provider_config"
+    config.mkdir()
+    (config / "site.yaml").write_text(
+        "meta:\n  schema_version: '1.0'\nproviders:\n"
+        "  - identification:\n"
+        f"      uuid: {root_uuid('example', node)}\n"
+        "    traits:\n      additional: [CUSTOM_RACK_7]\n")
+    conf = tmp_path / "virtdriver.conf"
+    conf.write_text(f"[compute]\nprovider_config_location = {config}\n")
+
+    status = cli.main(["explain", "--driver", "example", "--config-file",
+                       str(conf), "--format", "json", "CUSTOM_RACK_7"])
+
+    [answer] = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert answer["status"] == "provider config"
+    assert answer["provider_config"]["provider"] == (
+        f"compute node {node!r} (by uuid)")
 
 
 @pytest.mark.usefixtures("contract_drivers")
