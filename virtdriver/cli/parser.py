@@ -344,8 +344,10 @@ def build_parser() -> argparse.ArgumentParser:
         "drivers", help="list installed virt drivers and whether they load",
         description="Every driver registered in the virtdriver.drivers "
                     "entry-point namespace: its target, the distribution "
-                    "and version providing it, and ok or why it does not "
-                    "load.  Exit status 0 even when some do not load.")
+                    "and version providing it, and ok (it was constructed "
+                    "here, as `report --driver NAME` with no options "
+                    "would construct it) or why it cannot be.  Exit status "
+                    "0 even when some do not load.")
     _add_debug(drivers_cmd)
     _add_text_or_json(drivers_cmd)
     snapshot_cmd = commands.add_parser(
