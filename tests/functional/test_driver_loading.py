@@ -1,10 +1,12 @@
-"""Loading virt drivers through stevedore, against real installed plugins.
+"""Loading virt drivers through stevedore, against real plugins.
 
 ``tests/plugins/virtdriver_example`` (a working out-of-tree driver) and
 ``tests/plugins/virtdriver_broken`` (one whose module fails to import) are
-real distributions that ``./run`` installs into the test environment; these
-tests find them through their ``virtdriver.drivers`` entry points exactly
-as a compute service would.
+real distributions; this module registers them for itself
+(:func:`tests.plugins.registry.registered`: their dist-info in a temporary
+directory on ``sys.path``, nothing installed), and the tests find them
+through their ``virtdriver.drivers`` entry points exactly as a compute
+service would.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import importlib.metadata
 import io
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
@@ -23,32 +26,27 @@ import os_traits
 import pytest
 from stevedore.extension import ExtensionManager
 
-from virtdriver import cli, render
+from tests.plugins.registry import registered
+from virtdriver import cli
 from virtdriver.drivers.base import (
     ComputeDriver, DriverError, NodeCapabilities, NodeNotFoundError)
+from virtdriver.drivers.identity import root_uuid
 from virtdriver.drivers.loader import (
     NAMESPACE, DriverInfo, DriverLoadError, UnknownDriverError,
     available_drivers, load_driver, load_driver_class)
+from virtdriver.render.drivers import render_drivers
 
-PLUGINS = {"virtdriver-example": "tests/plugins/virtdriver_example",
-           "virtdriver-broken": "tests/plugins/virtdriver_broken"}
 BROKEN_TARGET = "virtdriver_broken.driver:BrokenDriver"
 EXAMPLE_TARGET = "virtdriver_example.driver:ExampleDriver"
 HOST = "compute-1"
 
 
 @pytest.fixture(autouse=True, scope="module")
-def plugins_installed() -> None:
-    """The two test plugins must be installed; say how when they are not."""
-    missing = []
-    for dist, path in PLUGINS.items():
-        try:
-            importlib.metadata.distribution(dist)
-        except importlib.metadata.PackageNotFoundError:
-            missing.append(path)
-    if missing:
-        pytest.fail("test driver plugins not installed: run ./run setup, or "
-                    "pip install " + " ".join(f"-e {p}" for p in missing))
+def plugin_paths(tmp_path_factory: pytest.TempPathFactory):
+    """The two test plugins, registered for this module's tests; the
+    paths a fresh process needs on ``PYTHONPATH``."""
+    with registered(tmp_path_factory.mktemp("plugins")) as paths:
+        yield paths
 
 
 def _by_name(infos: Iterable[DriverInfo]) -> dict[str, DriverInfo]:
@@ -154,8 +152,6 @@ class _Tree:
 
 
 def test_update_provider_tree_creates_the_node_with_inventory() -> None:
-    from virtdriver_example.driver import node_uuid
-
     driver = load_driver("example", vcpus=16)
     driver.init_host(HOST)
     tree = _Tree()
@@ -163,7 +159,8 @@ def test_update_provider_tree_creates_the_node_with_inventory() -> None:
     driver.update_provider_tree(tree, HOST)
 
     node = tree.providers[HOST]
-    assert node.uuid == node_uuid(HOST)
+    assert node.uuid == root_uuid("example", HOST)
+    assert driver.recognizes_root(HOST, node.uuid)
     assert node.inventory[orc.VCPU]["total"] == 16
     assert set(node.inventory) == {orc.VCPU, orc.MEMORY_MB, orc.DISK_GB}
     assert node.traits == {os_traits.HW_CPU_X86_AVX2,
@@ -346,10 +343,14 @@ def test_cli_drivers_text_table() -> None:
     assert rows["broken"].index(BROKEN_TARGET) == column
 
 
-def test_cli_drivers_json_in_a_fresh_process() -> None:
+def test_cli_drivers_json_in_a_fresh_process(plugin_paths: list[str]
+                                             ) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [*plugin_paths, os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
         [sys.executable, "-m", "virtdriver.cli", "drivers", "--format",
-         "json"], capture_output=True, text=True, check=False, timeout=120)
+         "json"], capture_output=True, text=True, check=False, timeout=120,
+        env=env)
 
     assert done.returncode == 0, done.stderr
     entries = {entry["name"]: entry for entry in json.loads(done.stdout)}
@@ -357,14 +358,14 @@ def test_cli_drivers_json_in_a_fresh_process() -> None:
         "name": "example", "target": EXAMPLE_TARGET,
         "distribution": "virtdriver-example",
         "version": importlib.metadata.version("virtdriver-example"),
-        "ok": True, "error": None}
+        "ok": True, "error": None, "note": None}
     assert entries["broken"]["ok"] is False
     assert "virtdriver_broken_sdk" in entries["broken"]["error"]
 
 
 def test_render_drivers_says_when_none_are_installed() -> None:
-    assert "no virt drivers installed" in render.render_drivers([], "text")
-    assert json.loads(render.render_drivers([], "json")) == []
+    assert "no virt drivers installed" in render_drivers([], "text")
+    assert json.loads(render_drivers([], "json")) == []
 
 
 # --- the contract's small parts -------------------------------------------

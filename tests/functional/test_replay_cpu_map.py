@@ -17,7 +17,8 @@ import os_traits
 import pytest
 
 from tests.corpus import CORPUS
-from virtdriver import cli, render
+from virtdriver import cli
+from virtdriver.render.host import render_online_cpus
 from virtdriver.capabilities import parse_host_capabilities
 from virtdriver.drivers.libvirt.driver import NOT_REPORTED
 from virtdriver.drivers.libvirt.host import (
@@ -157,7 +158,7 @@ def test_facts_and_evidence_say_where_online_cpus_came_from(
     assert len(facts["online_cpus"]) == sum(
         capabilities_cpus(hand_written).values())
     assert f"({NOT_REPORTED})" in smt_evidence(node)
-    line = render.render_online_cpus(facts)
+    line = render_online_cpus(facts)
     assert "online CPUs: not reported by libvirt" in line
     assert "VIR_ERR_NO_SUPPORT" in line
     assert "every CPU the host capabilities list" in line
@@ -170,7 +171,7 @@ def test_with_a_cpu_map_the_source_is_libvirt(fakelibvirt, fake_libvirt_host,
     assert node.facts["online_cpus_unknown_reason"] is None
     assert "usable CPUs" in smt_evidence(node)
     assert NOT_REPORTED not in smt_evidence(node)
-    assert render.render_online_cpus(node.facts) == ""
+    assert render_online_cpus(node.facts) == ""
 
 
 def test_other_cpu_map_failures_are_an_error_not_a_traceback(

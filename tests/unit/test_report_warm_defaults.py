@@ -78,6 +78,6 @@ def test_claims_commands_are_the_claims_modules():
 
 
 def test_render_online_source_is_the_hosts():
-    from virtdriver import render
+    from virtdriver.render import host as render
     from virtdriver.drivers.libvirt import host
     assert render.ONLINE_FROM_CAPABILITIES == host.ONLINE_FROM_CAPABILITIES

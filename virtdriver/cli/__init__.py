@@ -2,8 +2,11 @@
 
 One module per command (or family of commands); :mod:`.parser` builds the
 argument parser, :mod:`.main` dispatches, :mod:`.errors` says how every
-error is shown and which exit status it gives.  Output is formatted only in
-:mod:`virtdriver.render`.
+error is shown and which exit status it gives.  What several commands
+share has a module of its own: :mod:`.loading` (the command's driver,
+built one way), :mod:`.command_conf` (the configuration it reads),
+:mod:`.replay` (a snapshot replayed), :mod:`.checks` (options refused).
+Output is formatted only in :mod:`virtdriver.render`.
 """
 
 from virtdriver.cli.errors import (

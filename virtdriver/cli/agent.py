@@ -23,10 +23,10 @@ from typing import TextIO
 
 from virtdriver.agent import BAD_INPUT, Agent, Setup
 from virtdriver.cli.errors import CommandError, exit_status
-from virtdriver.cli.report import driver_arguments, provider_config
+from virtdriver.cli.loading import (
+    driver_arguments, new_driver, provider_config)
 from virtdriver.cli.sync import placement_target
 from virtdriver.conf import apply_overrides, make_conf
-from virtdriver.drivers.loader import load_driver
 from virtdriver.state_dir import StateDirError, state_dir
 
 
@@ -62,7 +62,7 @@ def run_agent(args: argparse.Namespace, conf,
                  sorted((k, repr(v)) for k, v in kwargs.items()
                         if k != "conf")),
             directory=directory, driver_name=args.driver,
-            make_driver=lambda: load_driver(args.driver, **kwargs),
+            make_driver=lambda: new_driver(args, current),
             hostname=hostname, provider_config=provider_config(current),
             target=target.description, connect=target.connect)
 

@@ -22,6 +22,7 @@ from virtdriver.conf.reader import option_name
 DRIVER_OPTIONS: Mapping[str, tuple[str, ...]] = {
     "uri": ("libvirt",),
     "snapshot": ("libvirt",),
+    "cpu_map": ("libvirt",),
     "flat": ("libvirt", "fake"),
     "host_spec": ("fake",),
     "inventory": ("ironic",),
@@ -41,8 +42,15 @@ def check_options(args: argparse.Namespace) -> None:
         raise CommandError(
             "--snapshot replays a recorded host instead of opening libvirt, "
             "so --uri would not apply; give one or the other")
-    if hasattr(args, "driver"):       # report, sync, the claims commands
+    if hasattr(args, "driver"):  # report, sync, claims, explain, image-check
         _check_report(args)
+    if (getattr(args, "node", None) is not None
+            and args.command in ("explain", "image-check")
+            and args.driver == "libvirt"):
+        raise CommandError(
+            f"--node picks a node of a driver other than libvirt; {args.command}"
+            " with libvirt answers for this host: drop --node, or give "
+            "--driver")
     if getattr(args, "placement_url", None) is not None:
         placement_url(args.placement_url)
 
@@ -68,7 +76,8 @@ def placement_url(url: str) -> str:
 
 def _check_report(args: argparse.Namespace) -> None:
     for dest, drivers in DRIVER_OPTIONS.items():
-        if getattr(args, dest) in (None, False) or args.driver in drivers:
+        if (getattr(args, dest, None) in (None, False)
+                or args.driver in drivers):
             continue
         raise CommandError(
             f"{flag(dest)} applies only to --driver {' or '.join(drivers)}, "

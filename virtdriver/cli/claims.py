@@ -8,14 +8,10 @@ with them is built afresh from the host, as ``report`` builds it.
 from __future__ import annotations
 
 import argparse
-import pathlib
-import socket
 import sys
-import tempfile
 import uuid as uuidlib
 from typing import TextIO
 
-from virtdriver import render
 from virtdriver.claims.documents import instance_from_document
 from virtdriver.claims.model import Instance
 from virtdriver.claims.rebuild import (
@@ -23,11 +19,11 @@ from virtdriver.claims.rebuild import (
 from virtdriver.cli.checks import placement_url
 from virtdriver.cli.errors import EXIT_REFUSED, CommandError
 from virtdriver.cli.image import image_document
-from virtdriver.cli.report import driver_arguments, provider_config
+from virtdriver.cli.loading import chosen_node, host_tree, started_driver
 from virtdriver.drivers.base import ComputeDriver
 from virtdriver.drivers.data_files import load_data_file
-from virtdriver.drivers.loader import load_driver
-from virtdriver.resource_tracker.provider_tree import ProviderTree
+from virtdriver.render.claims import render_claims, render_fit
+from virtdriver.render.rebuild import render_rebuild
 from virtdriver.resource_tracker.tracker import ResourceTracker
 from virtdriver.state_dir import state_dir
 
@@ -38,25 +34,24 @@ def run_claims_command(args: argparse.Namespace, conf,
                        out: TextIO | None = None) -> int:
     """Run one of :data:`COMMANDS`; return the exit status."""
     out = out or sys.stdout
-    driver = load_driver(args.driver, **driver_arguments(args, conf))
-    driver.init_host(socket.gethostname())
+    driver = started_driver(args, conf)
     if args.command == "rebuild-check":
         return _rebuild_check(args, driver, conf, out)
     tracker = ResourceTracker(driver, state_dir=state_dir(),
                               driver_name=args.driver,
-                              tree=_host_tree(driver, args.driver, conf))
+                              tree=host_tree(driver, args.driver, conf))
     if args.command == "claim":
         instance = _instance(args.instance)
-        nodename = _node(driver, args.node)
+        nodename = chosen_node(driver, args)
         found = tracker.instance_claim(instance, nodename)
-        out.write(render.render_fit(nodename, found, args.format))
+        out.write(render_fit(nodename, found, args.format))
         return 0
     if args.command == "release":
         nodename = tracker.release(_instance_uuid(args.instance))
         out.write(f"released the claim of instance "
                   f"{_instance_uuid(args.instance)} on node {nodename}\n")
         return 0
-    out.write(render.render_claims(tracker.claims(), tracker.usages(),
+    out.write(render_claims(tracker.claims(), tracker.usages(),
                                    tracker.tree, args.format))
     return 0
 
@@ -82,23 +77,12 @@ def _rebuild_check(args: argparse.Namespace, driver: ComputeDriver, conf,
                 args.providers, "provider tree", CommandError))
         else:
             providers = providers_from_tree_json(
-                _host_tree(driver, args.driver, conf).to_json())
+                host_tree(driver, args.driver, conf).to_json())
         conflicts = rebuild_conflicts(instance, new_image, providers,
                                       disk_format=image.disk_format)
-    out.write(render.render_rebuild(instance.uuid, conflicts, args.format,
+    out.write(render_rebuild(instance.uuid, conflicts, args.format,
                                     answer))
     return EXIT_REFUSED if conflicts else 0
-
-
-def _host_tree(driver: ComputeDriver, name: str, conf) -> ProviderTree:
-    """The host's provider tree, built as ``report`` builds it (a scratch
-    ledger: showing the tree must not change the real one)."""
-    with tempfile.TemporaryDirectory() as scratch:
-        tracker = ResourceTracker(driver, state_dir=pathlib.Path(scratch),
-                                  driver_name=name,
-                                  provider_config=provider_config(conf))
-        tracker.update_all()
-    return tracker.tree
 
 
 def _instance(path: str) -> Instance:
@@ -111,13 +95,3 @@ def _instance_uuid(value: str) -> str:
         return str(uuidlib.UUID(value))
     except ValueError:
         return _instance(value).uuid
-
-
-def _node(driver: ComputeDriver, nodename: str | None) -> str:
-    nodes = driver.get_available_nodes()
-    if nodename is not None:
-        return nodename
-    if len(nodes) != 1:
-        raise CommandError(f"the driver has {len(nodes)} nodes; say which "
-                           f"with --node ({', '.join(nodes[:10])})")
-    return nodes[0]

@@ -11,17 +11,14 @@ import argparse
 import pathlib
 import socket
 import sys
-import tempfile
 from typing import TextIO
 
 from virtdriver.cli.errors import CommandError
-from virtdriver.cli.main import replaying
-from virtdriver.cli.report import provider_config
+from virtdriver.cli.loading import host_tree, new_driver
+from virtdriver.cli.replay import replaying
 from virtdriver.drivers.libvirt.driver import node_uuid
-from virtdriver.drivers.loader import load_driver
 from virtdriver.host_diff import HostSide, diff_hosts
 from virtdriver.render.diff import render_host_diff
-from virtdriver.resource_tracker.tracker import ResourceTracker
 
 #: The side that reads this host's libvirt.
 LIVE = "live"
@@ -71,16 +68,14 @@ def build_side(side: str, args: argparse.Namespace, conf) -> HostSide:
 
 def _read_host(label: str, uri: str | None, args: argparse.Namespace,
                conf) -> HostSide:
-    driver = load_driver("libvirt", conf=conf, nested=not args.flat, uri=uri)
+    # The libvirt driver on this side's URI, built as report builds it.
+    side = argparse.Namespace(**{**vars(args), "driver": "libvirt",
+                                 "uri": uri})
+    driver = new_driver(side, conf)
     host = socket.gethostname()
     driver.init_host(host)
     try:
-        # As for report: an empty tree to start from, no ledger kept.
-        with tempfile.TemporaryDirectory() as scratch:
-            tracker = ResourceTracker(
-                driver, state_dir=pathlib.Path(scratch),
-                driver_name="libvirt", provider_config=provider_config(conf))
-            tracker.update_all()
+        tree = host_tree(driver, "libvirt", conf)
         nodes = [driver.node_capabilities(node)
                  for node in driver.get_available_nodes()]
     finally:
@@ -88,4 +83,4 @@ def _read_host(label: str, uri: str | None, args: argparse.Namespace,
     if label == LIVE:  # the URI the driver chose
         label = f"{LIVE} ({nodes[0].facts['uri']})"
     reports = {node_uuid(node.nodename): node.traits for node in nodes}
-    return HostSide(label, tracker.tree.snapshot(), reports)
+    return HostSide(label, tree.snapshot(), reports)

@@ -11,6 +11,10 @@ what is wrong and what to do), exit 2, or 3 when libvirt or Placement
 cannot be reached (or Placement answers 5xx) or a lock is held too long.
 A Placement 4xx is our request's fault: bad input, 2.  Anything else is a
 bug: one line naming it, exit 1, and the traceback only with ``--debug``.
+A bug whose traceback runs through the chosen driver's code — raised by
+the driver, directly or as a node's failure in the tracker's update — is
+named as that driver's failure (:class:`DriverCode`), not virtdriver's
+and not the input's.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import os
 import sys
 import traceback
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TextIO
 
 #: A bug in virtdriver (an error nobody anticipated).
@@ -81,6 +86,55 @@ UNREACHABLE_NAMES = (
 )
 #: A claim or rebuild refused.
 REFUSED_NAMES = (("virtdriver.claims.model", "ClaimError"),)
+#: The tracker's "some nodes failed to update": each node's exception is
+#: judged on its own.
+UPDATE_FAILED = (("virtdriver.resource_tracker.results", "UpdateAllError"),)
+#: A driver that could not be built: its cause is judged on its own.
+LOAD_FAILED = (("virtdriver.drivers.loader", "DriverLoadError"),)
+#: How many of a driver's failures the message names.
+_FAILURES_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class DriverCode:
+    """The command's driver, to tell its failures from virtdriver's.
+
+    Attributes:
+        name: the driver's entry-point name.
+        target: its ``module:Class``.
+        modules: the modules defining it and its bases but
+            ``ComputeDriver`` (a frame of one is the driver's code).
+    """
+
+    name: str
+    target: str
+    modules: frozenset[str]
+
+    def failures(self, exc: BaseException
+                 ) -> list[tuple[str | None, BaseException]]:
+        """The bugs in ``exc`` that ran through the driver's code, as
+        (node, exception): ``exc`` itself (node ``None``), what its
+        constructor raised (``exc`` a load error), or the nodes of a
+        failed update whose exception is no known error."""
+        known = error_classes(KNOWN_NAMES + REFUSED_NAMES)
+        if isinstance(exc, error_classes(UPDATE_FAILED)):
+            return [(node, err) for node, err in exc.errors.items()
+                    if not isinstance(err, known) and self._ran(err)]
+        cause = exc.__cause__
+        if (isinstance(exc, error_classes(LOAD_FAILED)) and cause is not None
+                and not isinstance(cause, known) and self._ran(cause)):
+            return [(None, cause)]
+        if exit_status(exc) is None and self._ran(exc):
+            return [(None, exc)]
+        return []
+
+    def _ran(self, exc: BaseException) -> bool:
+        frame = exc.__traceback__
+        while frame is not None:
+            if frame.tb_frame.f_globals.get("__name__") in self.modules:
+                return True
+            frame = frame.tb_next
+        return False
 
 
 def error_classes(names: Iterable[tuple[str, str]]) -> tuple[type, ...]:
@@ -90,12 +144,16 @@ def error_classes(names: Iterable[tuple[str, str]]) -> tuple[type, ...]:
                  for module, name in names if module in sys.modules)
 
 
-def exit_status(exc: BaseException, named: Iterable[str] = ()) -> int | None:
+def exit_status(exc: BaseException, named: Iterable[str] = (),
+                driver: DriverCode | None = None) -> int | None:
     """The exit status for ``exc``; ``None`` when it is not a known error.
 
     ``named`` are the paths the user gave: an ``OSError`` on one of them
-    (or inside one) is bad input too.
+    (or inside one) is bad input too.  A failure of ``driver``'s own code
+    (:meth:`DriverCode.failures`) is :data:`EXIT_INTERNAL`.
     """
+    if driver is not None and driver.failures(exc):
+        return EXIT_INTERNAL
     if isinstance(exc, CommandError):
         return exc.status
     if isinstance(exc, error_classes(KNOWN_NAMES)):
@@ -110,8 +168,15 @@ def exit_status(exc: BaseException, named: Iterable[str] = ()) -> int | None:
 
 
 def show_error(exc: BaseException, *, debug: bool, err: TextIO,
-               named: Iterable[str] = ()) -> int:
-    """Print ``exc`` the way the policy above says; return the status."""
+               named: Iterable[str] = (),
+               driver: DriverCode | None = None) -> int:
+    """Print ``exc`` the way the policy above says; return the status.
+
+    ``driver``: the command's driver, whose own failures are named as its.
+    """
+    failures = driver.failures(exc) if driver is not None else []
+    if failures:
+        return _show_driver_failures(driver, failures, debug=debug, err=err)
     status = exit_status(exc, named)
     if debug:
         traceback.print_exception(exc, file=err)
@@ -128,6 +193,28 @@ def show_error(exc: BaseException, *, debug: bool, err: TextIO,
     print(f"virtdriver: {'refused: ' if refused else ''}{_message(exc)}",
           file=err)
     return status
+
+
+def _show_driver_failures(driver: DriverCode,
+                          failures: list[tuple[str | None, BaseException]],
+                          *, debug: bool, err: TextIO) -> int:
+    if debug:
+        for _node, exc in failures:
+            traceback.print_exception(exc, file=err)
+    shown = "; ".join(
+        (f"on node {node!r}: " if node is not None else "")
+        + f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        for node, exc in failures[:_FAILURES_SHOWN])
+    more = len(failures) - _FAILURES_SHOWN
+    if more > 0:
+        shown += f"; and {more} more node(s)"
+    print(f"virtdriver: driver {driver.name!r} ({driver.target}) failed: "
+          f"{shown}", file=err)
+    print("virtdriver: this is a bug in the driver, not in the input: "
+          "report it to the driver's authors"
+          + ("" if debug else "; rerun with --debug for the traceback"),
+          file=err)
+    return EXIT_INTERNAL
 
 
 def _message(exc: BaseException) -> str:

@@ -1,11 +1,10 @@
-"""``virtdriver host`` and ``explain``: read the host, derive traits."""
+"""``virtdriver host``, and ``explain`` for libvirt: read the host, derive
+traits."""
 
 from __future__ import annotations
 
 import argparse
-import logging
 import pathlib
-import shutil
 import socket
 import sys
 from collections.abc import Callable
@@ -13,29 +12,26 @@ from typing import TextIO, TypeVar
 
 import libvirt
 
-from virtdriver import render
 from virtdriver.capabilities import CapabilityXMLError
 from virtdriver.capabilities.cpu_map import INDEX, CPUModelCatalog
 from virtdriver.capabilities.traits.config import TraitConfig
-from virtdriver.capabilities.traits.explain import (
-    ConfigSource, Explanation, explain, explain_all, parse_statuses, select)
-from virtdriver.capabilities.traits.ownership import Ownership
+from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.registry import LIBVIRT_FAMILIES
 from virtdriver.cli.errors import CommandError
+from virtdriver.cli.explain import (
+    NodeTraits, configured_traits, explain_filters, run_explain)
 from virtdriver.drivers.libvirt.connection import URIChoice
 from virtdriver.drivers.libvirt.cpu_map_loader import (
     DEFAULT_CPU_MAP_DIR, load_cpu_map)
 from virtdriver.drivers.libvirt.driver import node_uuid
 from virtdriver.drivers.libvirt.host import CapabilitySource, read_host
 from virtdriver.drivers.libvirt.traits import trait_report
-from virtdriver.provider_config import (
-    EVERY_COMPUTE_NODE, ProviderConfigError, check_ownership, load_directory)
-from virtdriver.render.explain import DEFAULT_WIDTH
+from virtdriver.render.host import render_json, render_text
 
 T = TypeVar("T")
 Opener = Callable[[str | None], tuple[CapabilitySource, URIChoice]]
-
-LOG = logging.getLogger(__name__)
+#: The libvirt driver's trait families, by name (``explain --family``).
+FAMILY_NAMES = tuple(family.name for family in LIBVIRT_FAMILIES)
 
 
 def run_command(args: argparse.Namespace, config: TraitConfig, *,
@@ -46,96 +42,26 @@ def run_command(args: argparse.Namespace, config: TraitConfig, *,
     ``conf`` (the options) gives ``explain`` the provider config files.
     """
     out = out or sys.stdout
-    if args.command == "explain":
-        statuses, families = explain_filters(args)
+    if args.command == "explain":  # bad filters fail before libvirt opens
+        explain_filters(args, FAMILY_NAMES)
     cpu_map = cpu_map_from(args.cpu_map)
     reading, choice = read_with(args.uri, opener,
                                 lambda conn, uri: read_host(conn, uri, config))
     report = trait_report(reading, cpu_map)
     if args.command == "explain":
-        configured = configured_traits(conf, report.ownership)
-        if args.traits:
-            answers = [explain(t, report, configured) for t in args.traits]
-        else:
-            answers = explain_all(report, configured)
-        answers = select(answers, statuses=statuses, families=families)
-        out.write(explanations(answers, args, out))
-    else:
-        renderer = (render.render_json if args.format == "json"
-                    else render.render_text)
-        out.write(renderer(reading, choice.reason, report))
+        return run_explain(args, host_traits(conf, report, choice),
+                           FAMILY_NAMES, out)
+    renderer = render_json if args.format == "json" else render_text
+    out.write(renderer(reading, choice.reason, report))
     return 0
 
 
-def explain_filters(args: argparse.Namespace
-                    ) -> tuple[frozenset[str], frozenset[str]]:
-    """``--status`` and ``--family`` of ``explain``, checked.
-
-    Raises:
-        CommandError: a status or family that does not exist.
-    """
-    try:
-        statuses = parse_statuses(args.status or ())
-    except ValueError as exc:
-        raise CommandError(str(exc)) from None
-    known = {family.name.lower(): family.name for family in LIBVIRT_FAMILIES}
-    families = set()
-    for value in args.family or ():
-        for name in filter(None, (p.strip() for p in value.split(","))):
-            if name.lower() not in known:
-                raise CommandError(
-                    f"--family {name!r} is not a trait family of the "
-                    "libvirt driver; use one of: "
-                    + ", ".join(sorted(known.values(), key=str.lower)))
-            families.add(name)
-    return statuses, frozenset(families)
-
-
-def explanations(answers: list[Explanation], args: argparse.Namespace,
-                 out: TextIO) -> str:
-    """Paragraphs for the traits named, else the table (as wide as the
-    terminal, 100 columns in a pipe)."""
-    if args.traits:
-        return render.render_explanations(answers, args.format)
-    width = DEFAULT_WIDTH
-    isatty = getattr(out, "isatty", None)
-    if isatty is not None and isatty():
-        width = shutil.get_terminal_size((width, 24)).columns
-    return render.render_explanation_table(answers, args.format, width=width)
-
-
-def configured_traits(conf, ownership: Ownership) -> dict[str, ConfigSource]:
-    """The traits ``[compute] provider_config_location`` names for this
-    host's compute node, each with the line naming it.
-
-    The directory is read as the next update would read it, so explain
-    says what the files say now.  A refused directory is a warning: the
-    update would apply and remove nothing from it.
-    """
-    location = conf.compute.provider_config_location if conf else None
-    if not location:
-        return {}
-    try:
-        found = load_directory(location)
-        check_ownership(found, ownership)
-    except (ProviderConfigError, OSError) as exc:
-        LOG.warning("provider config files not used by explain: %s; until "
-                    "this is fixed an update applies and removes nothing "
-                    "from them", exc)
-        return {}
+def host_traits(conf, report: TraitReport, choice: URIChoice) -> NodeTraits:
+    """This host's libvirt trait report, with the provider config traits
+    for its compute node."""
     name = socket.gethostname()
-    uuid = node_uuid(name)
-    entry, how = found.by_uuid.get(uuid), "by uuid"
-    if entry is None:
-        entry, how = found.by_name.get(name), "by name"
-    if entry is None:
-        entry, how = found.compute_node, EVERY_COMPUTE_NODE
-    if entry is None:
-        return {}
-    provider = f"compute node {name!r} ({how})"
-    return {trait: ConfigSource(source.path, source.line, source.entry,
-                                provider)
-            for trait, source in entry.traits.items()}
+    return NodeTraits(f"this host ({choice.uri})", report, configured_traits(
+        conf, report.ownership, name, node_uuid(name)))
 
 
 def cpu_map_from(directory: str | None) -> CPUModelCatalog:

@@ -106,8 +106,10 @@ def run_image_check(args: argparse.Namespace, conf, config: TraitConfig, *,
         host, lookup = _tree_host(args)
     elif args.placement_url:
         host, lookup = _placement_host(args)
+    elif args.driver == "libvirt":
+        host, lookup = _libvirt_host(args, config, conf, opener)
     else:
-        host, lookup = _libvirt_host(args, conf, config, opener)
+        host, lookup = _driver_host(args, conf)
     rows = [CheckRow(t.trait, t.requirement, t.implied_by, *lookup(t.trait))
             for t in found.traits]
     out.write(render_image_check(args.image, host, rows, found,
@@ -128,6 +130,10 @@ def _check_sources(args: argparse.Namespace) -> None:
         raise CommandError("--provider picks a provider of --providers or "
                            "--placement-url; give one of them, or drop "
                            "--provider to check this host")
+    if chosen and args.driver != "libvirt":
+        raise CommandError(f"--driver {args.driver} names this host's driver"
+                           f", and {chosen[0]} another host to check; give "
+                           "one of them")
     if args.placement_url and not args.provider:
         raise CommandError("--placement-url needs --provider UUID (the "
                            "compute node to check); give it")
@@ -135,12 +141,11 @@ def _check_sources(args: argparse.Namespace) -> None:
 
 # -- where the host's traits come from ---------------------------------------
 
-def _libvirt_host(args, conf, config: TraitConfig, opener
+def _libvirt_host(args, config: TraitConfig, conf, opener
                   ) -> tuple[str, Lookup]:
     """This host (or the snapshot replayed), answered by explain."""
     # Imported here: libvirt and the derivation are needed only here.
-    from virtdriver.capabilities.traits.explain import explain
-    from virtdriver.cli.host import configured_traits, cpu_map_from, read_with
+    from virtdriver.cli.host import cpu_map_from, host_traits, read_with
     from virtdriver.drivers.libvirt.connection import open_connection
     from virtdriver.drivers.libvirt.host import read_host
     from virtdriver.drivers.libvirt.traits import trait_report
@@ -148,13 +153,26 @@ def _libvirt_host(args, conf, config: TraitConfig, opener
     reading, choice = read_with(args.uri, opener or open_connection,
                                 lambda conn, uri: read_host(conn, uri,
                                                             config))
-    report = trait_report(reading, cpu_map)
-    configured = configured_traits(conf, report.ownership)
+    return _explained(host_traits(conf, trait_report(reading, cpu_map),
+                                  choice))
+
+
+def _driver_host(args, conf) -> tuple[str, Lookup]:
+    """A node of ``--driver`` (built as ``report`` builds it), answered by
+    explain from the driver's trait report."""
+    from virtdriver.cli.explain import driver_node
+    return _explained(driver_node(args, conf))
+
+
+def _explained(node) -> tuple[str, Lookup]:
+    """``node``'s label (a :class:`~virtdriver.cli.explain.NodeTraits`),
+    and a lookup answering as ``explain`` does."""
+    from virtdriver.capabilities.traits.explain import explain
 
     def lookup(trait: str) -> tuple[bool, str, str]:
-        answer = explain(trait, report, configured)
+        answer = explain(trait, node.report, node.configured)
         return answer.status in HAS_STATUSES, answer.status, answer.summary
-    return f"this host ({choice.uri})", lookup
+    return node.label, lookup
 
 
 def _tree_host(args) -> tuple[str, Lookup]:

@@ -7,10 +7,8 @@ import argparse
 import contextlib
 import logging
 import os
-import pathlib
 import sys
 from collections.abc import Iterator, Sequence
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 from virtdriver.cli.errors import (
@@ -56,7 +54,8 @@ def main(argv: Sequence[str] | None = None, *,
         return EXIT_INTERRUPTED
     except Exception as exc:  # the policy: every error ends here
         return show_error(exc, debug=args.debug, err=sys.stderr,
-                          named=list(named_paths(args)))
+                          named=list(named_paths(args)),
+                          driver=_driver_code(args))
 
 
 def run(args: argparse.Namespace, opener: Opener | None) -> int:
@@ -73,6 +72,7 @@ def run(args: argparse.Namespace, opener: Opener | None) -> int:
         from virtdriver.cli.image import run_image_traits
         return run_image_traits(args)
     from virtdriver.cli.checks import check_options
+    from virtdriver.cli.command_conf import command_conf
     from virtdriver.cli.state import configured_state_dir
     from virtdriver.conf.guest import trait_config
 
@@ -86,42 +86,11 @@ def run(args: argparse.Namespace, opener: Opener | None) -> int:
         return run_host_command(args, conf, config, opener)
 
 
-#: Commands that read only virtdriver's own sections: given no config file
-#: and no option that sets one, they run on the default configuration
-#: (:class:`~virtdriver.conf.defaults.DefaultConf`), without importing
-#: oslo.config and keystoneauth1 (a third of a warm ``report``).
-DEFAULT_CONF_COMMANDS = ("report", "host", "explain", "snapshot")
-#: The drivers that read only those sections too (an out-of-tree driver
-#: is given a real ``ConfigOpts``: it may register its own options).
-IN_TREE_DRIVERS = ("libvirt", "fake")
-
-
-def command_conf(args: argparse.Namespace):
-    """The configuration the command reads: ``--config-file``'s files
-    with the command line's options over them (``make_conf`` and
-    ``apply_overrides``), or, when neither sets anything and the command
-    and driver read only virtdriver's sections, the same values without
-    oslo.config."""
-    from virtdriver.conf.overrides import COMMAND_LINE_OPTIONS
-
-    if (args.command in DEFAULT_CONF_COMMANDS
-            and not getattr(args, "config_file", None)
-            and getattr(args, "driver", "libvirt") in IN_TREE_DRIVERS
-            and all(getattr(args, dest, None) is None
-                    for dest in COMMAND_LINE_OPTIONS)):
-        from virtdriver.conf.defaults import DefaultConf
-        return DefaultConf()
-    from virtdriver.conf import apply_overrides, make_conf
-
-    conf = make_conf(config_files=args.config_file)
-    apply_overrides(conf, vars(args))
-    return conf
-
-
 def replay_snapshot(args: argparse.Namespace, conf, config: TraitConfig
                     ) -> int:
     """Run the command against a snapshot, through fakelibvirt, with the
     real driver code."""
+    from virtdriver.cli.replay import replaying
     from virtdriver.drivers.libvirt.connection import URIChoice
 
     with replaying(args.snapshot) as (uri, reason, fake):
@@ -130,27 +99,6 @@ def replay_snapshot(args: argparse.Namespace, conf, config: TraitConfig
             args, conf, config,
             lambda _uri: (fake.open(uri), URIChoice(uri, reason)),
             uri_reason=reason)
-
-
-@contextlib.contextmanager
-def replaying(snapshot: str) -> Iterator[tuple[str, str, ModuleType]]:
-    """While inside, the snapshot directory ``snapshot`` is a fakelibvirt
-    host and fakelibvirt stands in for libvirt: yields its URI, the reason
-    to give for it and the fakelibvirt module (``virtdriver diff`` replays
-    two in turn)."""
-    from virtdriver import fakelibvirt
-    from virtdriver.fakelibvirt.snapshot import read_snapshot
-    from virtdriver.fakelibvirt.swap import use_fakelibvirt
-
-    documents = read_snapshot(snapshot)
-    # The URI names the directory, so evidence says where facts came from.
-    name = f"snapshot{pathlib.Path(snapshot).resolve()}"
-    fakelibvirt.register_host(name, documents)
-    try:
-        with use_fakelibvirt() as fake:
-            yield f"fake:///{name}", f"replaying snapshot {snapshot}", fake
-    finally:
-        fakelibvirt.unregister_host(name)
 
 
 def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
@@ -164,7 +112,7 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
     if args.command == "sync":
         from virtdriver.cli.sync import run_sync
         return run_sync(args, conf, uri_reason=uri_reason)
-    if args.command == "diff":  # imported here: it imports this module
+    if args.command == "diff":
         from virtdriver.cli.diff import run_diff
         return run_diff(args, conf)
     if args.command == "agent":
@@ -176,6 +124,9 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
     if args.command == "image-check":
         from virtdriver.cli.image import run_image_check
         return run_image_check(args, conf, config, opener=opener)
+    if args.command == "explain" and args.driver != "libvirt":
+        from virtdriver.cli.explain import run_driver_explain
+        return run_driver_explain(args, conf)
     if opener is None:
         from virtdriver.drivers.libvirt.connection import open_connection
         opener = open_connection
@@ -259,6 +210,24 @@ def named_paths(args: argparse.Namespace) -> Iterator[str]:
         for path in value if isinstance(value, list) else [value]:
             if path:
                 yield path
+
+
+def _driver_code(args: argparse.Namespace):
+    """The command's driver as :class:`~.errors.DriverCode`, if it has
+    one that loaded (``None`` otherwise)."""
+    name = getattr(args, "driver", None)
+    if name is None:
+        return None
+    from virtdriver.cli.errors import DriverCode
+    from virtdriver.drivers.base import ComputeDriver
+    from virtdriver.drivers.loader import load_driver_class
+    try:
+        cls = load_driver_class(name)
+    except Exception:  # noqa: BLE001 (it did not load: nothing to blame)
+        return None
+    return DriverCode(name, f"{cls.__module__}:{cls.__qualname__}",
+                      frozenset(klass.__module__ for klass in cls.__mro__
+                                if not issubclass(ComputeDriver, klass)))
 
 
 def _stdout_gone() -> int:

@@ -121,9 +121,8 @@ def _add_pinning_options(parser: argparse.ArgumentParser) -> None:
                          help="[compute] reserved_huge_pages (repeatable)")
 
 
-def _add_driver_selection(parser: argparse.ArgumentParser) -> None:
-    """--driver and the in-tree drivers' own options (``report``,
-    ``sync`` and the claims commands)."""
+def _add_driver_choice(parser: argparse.ArgumentParser) -> None:
+    """--driver and the in-tree drivers' options that choose the host."""
     parser.add_argument("--driver", default="libvirt",
                         help="driver name (default: libvirt; see "
                              "`virtdriver drivers`)")
@@ -133,12 +132,28 @@ def _add_driver_selection(parser: argparse.ArgumentParser) -> None:
                              "(default: small)")
     parser.add_argument("--inventory", metavar="FILE",
                         help="ironic driver: the node inventory file")
+
+
+def _add_driver_selection(parser: argparse.ArgumentParser) -> None:
+    """--driver and the in-tree drivers' own options (``report``,
+    ``sync`` and the claims commands)."""
+    _add_driver_choice(parser)
     parser.add_argument("--flat", action="store_true",
                         help="libvirt and fake drivers: everything on "
                              "the root provider instead of one child "
                              "per NUMA cell")
     _add_host_options(parser)
     _add_pinning_options(parser)
+
+
+def _add_traits_driver(parser: argparse.ArgumentParser) -> None:
+    """``explain`` and ``image-check``: the driver whose trait report
+    answers, and which of its nodes."""
+    _add_driver_choice(parser)
+    parser.add_argument("--node", metavar="NAME",
+                        help="the node whose traits answer, for a driver "
+                             "other than libvirt (default: the driver's "
+                             "only node)")
 
 
 def _add_report(commands) -> None:
@@ -282,6 +297,7 @@ def _add_image(commands) -> None:
                            help="the compute node of --providers (needed "
                                 "when the tree has several roots) or of "
                                 "--placement-url (its root is checked)")
+    _add_traits_driver(check_cmd)
     _add_host_options(check_cmd)
     _add_cpu_map(check_cmd)
 
@@ -321,14 +337,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--family", action="append", metavar="FAMILY[,FAMILY]",
         help="only traits of these families (repeatable), e.g. "
              "'cpu features'")
+    _add_traits_driver(explain_cmd)
     _add_host_options(explain_cmd)
     _add_cpu_map(explain_cmd)
     drivers_cmd = commands.add_parser(
         "drivers", help="list installed virt drivers and whether they load",
         description="Every driver registered in the virtdriver.drivers "
                     "entry-point namespace: its target, the distribution "
-                    "and version providing it, and ok or why it does not "
-                    "load.  Exit status 0 even when some do not load.")
+                    "and version providing it, and ok (it was constructed "
+                    "here, as `report --driver NAME` with no options "
+                    "would construct it) or why it cannot be.  Exit status "
+                    "0 even when some do not load.")
     _add_debug(drivers_cmd)
     _add_text_or_json(drivers_cmd)
     snapshot_cmd = commands.add_parser(

@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
-import pathlib
-import socket
 import sys
-import tempfile
 from typing import TextIO
 
-from virtdriver import render
+from virtdriver.render.host import render_node_source
+from virtdriver.render.tree import render_tree
 from virtdriver.cli.errors import CommandError
-from virtdriver.drivers.loader import load_driver
-from virtdriver.resource_tracker.tracker import ResourceTracker
-
-#: The fake driver's host when ``--host-spec`` is not given.
-DEFAULT_HOST_SPEC = "small"
-#: Where the report's throw-away tracker state goes when it can: memory
-#: (tmpfs), where the ledger's fsyncs cost nothing; else the temp dir.
-SCRATCH_PARENT = "/dev/shm"
+from virtdriver.cli.loading import host_tree, started_driver
 
 
 def run_report(args: argparse.Namespace, conf, out: TextIO | None = None, *,
@@ -34,29 +24,24 @@ def run_report(args: argparse.Namespace, conf, out: TextIO | None = None, *,
     if output:
         from virtdriver.render.picture import picture_format
         _picture_checked(picture_format, output)
-    driver = load_driver(args.driver, **driver_arguments(args, conf))
-    driver.init_host(socket.gethostname())
+    driver = started_driver(args, conf)
     # A report starts from an empty tree: no ledger worth keeping.
-    with tempfile.TemporaryDirectory(dir=scratch_parent()) as scratch:
-        tracker = ResourceTracker(driver, state_dir=pathlib.Path(scratch),
-                                  driver_name=args.driver,
-                                  provider_config=provider_config(conf))
-        tracker.update_all()
+    tree = host_tree(driver, args.driver, conf)
     if output or args.format == "dot":
         from virtdriver.render.dot import render_dot
         from virtdriver.render.picture import write_picture
-        text = render_dot(tracker.tree.to_json(), trait_families(driver))
+        text = render_dot(tree.to_json(), trait_families(driver))
         if not output:
             out.write(text)
             return 0
         _picture_checked(write_picture, text, output)
-        out.write(f"wrote {output} ({len(tracker.tree)} providers)\n")
+        out.write(f"wrote {output} ({len(tree)} providers)\n")
         return 0
     if args.format == "text":
         for node in driver.get_available_nodes():
-            out.write(render.render_node_source(
+            out.write(render_node_source(
                 driver.node_capabilities(node).facts, uri_reason))
-    out.write(render.render_tree(tracker.tree, args.format))
+    out.write(render_tree(tree, args.format))
     return 0
 
 
@@ -65,6 +50,8 @@ def trait_families(driver) -> dict[str, str]:
     families: dict[str, str] = {}
     for node in driver.get_available_nodes():
         report = driver.node_capabilities(node).traits
+        if report is None:  # a driver that derives no traits
+            continue
         families.update((trait, result.family)
                         for trait, result in report.results.items())
     return families
@@ -77,32 +64,3 @@ def _picture_checked(call, *args):
         return call(*args)
     except PictureError as exc:
         raise CommandError(str(exc)) from exc
-
-
-def scratch_parent() -> str | None:
-    """:data:`SCRATCH_PARENT` if this process may make a directory there,
-    else ``None`` (the temp dir)."""
-    if os.path.isdir(SCRATCH_PARENT) and os.access(SCRATCH_PARENT,
-                                                   os.W_OK | os.X_OK):
-        return SCRATCH_PARENT
-    return None
-
-
-def provider_config(conf) -> str | None:
-    """``[compute] provider_config_location`` (``None`` when emptied)."""
-    return conf.compute.provider_config_location or None
-
-
-def driver_arguments(args: argparse.Namespace, conf) -> dict[str, object]:
-    """The keyword arguments ``args.driver`` takes: the in-tree drivers'
-    own, ``conf`` only for any other (see :mod:`.checks`)."""
-    kwargs: dict[str, object] = {"conf": conf}
-    if args.driver in ("libvirt", "fake"):
-        kwargs["nested"] = not args.flat
-    if args.driver == "libvirt":
-        kwargs["uri"] = args.uri
-    elif args.driver == "fake":
-        kwargs["host"] = args.host_spec or DEFAULT_HOST_SPEC
-    elif args.driver == "ironic":
-        kwargs["inventory_path"] = args.inventory
-    return kwargs

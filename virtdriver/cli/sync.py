@@ -28,7 +28,6 @@ import argparse
 import json
 import pathlib
 import re
-import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,14 +35,14 @@ from typing import TextIO
 
 from keystoneauth1 import exceptions as ks_exc
 
-from virtdriver import render
+from virtdriver.render.host import render_node_source
 from virtdriver.render.progress import progress_bar
 from virtdriver.render.sync import render_sync, sync_json
+from virtdriver.render.tree import render_tree
 from virtdriver.cli.checks import placement_url
 from virtdriver.cli.errors import EXIT_UNREACHABLE, CommandError
-from virtdriver.cli.report import driver_arguments, provider_config
+from virtdriver.cli.loading import provider_config, started_driver
 from virtdriver.conf import placement as placement_conf
-from virtdriver.drivers.loader import load_driver
 from virtdriver.filelock import exclusive_lock
 from virtdriver.placement.client import PlacementClient
 from virtdriver.placement.ownership import TrackerOwnership
@@ -84,8 +83,7 @@ def run_sync(args: argparse.Namespace, conf, out: TextIO | None = None, *,
     with exclusive_lock(directory / LOCK_FILE,
                         purpose=f"the virtdriver state directory "
                         f"{directory}"):
-        driver = load_driver(args.driver, **driver_arguments(args, conf))
-        driver.init_host(socket.gethostname())
+        driver = started_driver(args, conf)
         tracker = ResourceTracker(driver, state_dir=directory,
                                   driver_name=args.driver,
                                   provider_config=provider_config(conf))
@@ -105,9 +103,9 @@ def run_sync(args: argparse.Namespace, conf, out: TextIO | None = None, *,
                              indent=2) + "\n")
     else:
         for node in driver.get_available_nodes():
-            out.write(render.render_node_source(
+            out.write(render_node_source(
                 driver.node_capabilities(node).facts, uri_reason))
-        out.write(render.render_tree(tracker.tree, "text"))
+        out.write(render_tree(tracker.tree, "text"))
         out.write(render_sync(result, target.description))
     _check(result)
     return 0

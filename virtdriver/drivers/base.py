@@ -142,9 +142,16 @@ class ComputeDriver(abc.ABC):
       stay on the provider after it stops being true.
 
     and implement :meth:`init_host`, :meth:`get_available_nodes`,
-    :meth:`node_capabilities` and :meth:`update_provider_tree`.  The
-    constructor takes keyword arguments only (the loader passes them
-    through); it must not do I/O — :meth:`init_host` does.
+    :meth:`node_capabilities` and :meth:`update_provider_tree`.
+
+    The constructor is called with keyword arguments only, and only with
+    those its signature names: the ``virtdriver`` command offers ``conf``
+    (the configuration) to every driver, and
+    :func:`~virtdriver.drivers.loader.build_driver` passes what the
+    constructor takes (``**kwargs`` takes all).  Any other parameter needs
+    a default — one without is refused at load time, by name.  It must
+    not do I/O (``virtdriver drivers`` builds each driver to check it):
+    :meth:`init_host` does.
     """
 
     @property

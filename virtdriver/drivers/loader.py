@@ -7,13 +7,21 @@ distribution may add one; :func:`available_drivers` lists them all, with
 who provides each and whether it loads, and :func:`load_driver` loads one
 by name.  A driver that fails to import is reported by name and never
 stops the others from listing or loading.
+
+The constructor contract (``docs/driver-authors.md``): a driver is built
+with keyword arguments only.  A caller that serves many drivers (the
+``virtdriver`` command) *offers* arguments — :data:`OFFERED_TO_ALL` to
+every driver, plus an in-tree driver's own — and :func:`build_driver`
+passes each driver those its constructor's signature names (all of them
+to ``**kwargs``).  A parameter nobody offers must have a default; one
+that has none is refused when the driver is loaded, naming it.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import inspect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +33,11 @@ from virtdriver.drivers.base import ComputeDriver, DriverError
 
 #: The entry-point namespace drivers register in.
 NAMESPACE = "virtdriver.drivers"
+
+#: The arguments every caller of :func:`build_driver` offers any driver:
+#: ``conf``, the configuration (an oslo.config ``ConfigOpts`` for an
+#: out-of-tree driver, which may register and read its own options).
+OFFERED_TO_ALL = ("conf",)
 
 _SEE_ALL = "`virtdriver drivers` lists every installed driver and whether it loads"
 
@@ -84,7 +97,11 @@ class DriverInfo:
         distribution: the distribution registering it, ``None`` when the
             entry point has no recorded distribution.
         version: that distribution's version.
-        error: why it does not load (one line), ``None`` when it does.
+        error: why it does not load or cannot be constructed (one line),
+            ``None`` when it can.
+        note: the driver's own refusal (a :class:`DriverError`) of being
+            built with no options — it loads, but needs some (the ironic
+            driver its inventory file); ``None`` otherwise.
     """
 
     name: str
@@ -92,6 +109,7 @@ class DriverInfo:
     distribution: str | None = None
     version: str | None = None
     error: str | None = None
+    note: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -107,16 +125,23 @@ class DriverInfo:
         """A JSON-ready dict of every field plus ``ok``."""
         return {"name": self.name, "target": self.target,
                 "distribution": self.distribution, "version": self.version,
-                "ok": self.ok, "error": self.error}
+                "ok": self.ok, "error": self.error, "note": self.note}
 
 
-def available_drivers() -> list[DriverInfo]:
+def available_drivers(offer: Callable[[str], Mapping[str, Any]] | None = None
+                      ) -> list[DriverInfo]:
     """Every registered driver, sorted by name, each loaded to check it.
 
-    Loading imports each driver's module but constructs nothing.  A driver
-    that fails to import, or whose target is not a concrete
-    :class:`ComputeDriver` subclass, is listed with the reason in
-    :attr:`DriverInfo.error`; the others are unaffected.
+    A driver that fails to import, whose target is not a concrete
+    :class:`ComputeDriver` subclass, or whose constructor requires an
+    argument that is not offered, is listed with the reason in
+    :attr:`DriverInfo.error`; the others are unaffected.  ``offer(name)``
+    gives the arguments a caller would offer the driver ``name`` with no
+    options (as :func:`build_driver` takes them); with it, each driver is
+    also constructed from them (constructors do no I/O), and an exception
+    it raises is its error — a :class:`DriverError` is its
+    :attr:`DriverInfo.note` instead.  Without it, constructors are only
+    checked against :data:`OFFERED_TO_ALL`; nothing is constructed.
     """
     failures: dict[tuple[str, str], BaseException] = {}
 
@@ -134,13 +159,36 @@ def available_drivers() -> list[DriverInfo]:
     infos = []
     for ep in manager.list_entry_points():
         key = (ep.name, ep.value)
+        note = None
         if key in failures:
             error: str | None = _describe(failures[key])
         else:
             error = _not_a_driver(loaded[key])
+            if error is None:
+                error, note = _trial(ep.name, loaded[key], offer)
         dist_name, version = dists.get(key, (None, None))
-        infos.append(DriverInfo(ep.name, ep.value, dist_name, version, error))
+        infos.append(DriverInfo(ep.name, ep.value, dist_name, version, error,
+                                note))
     return sorted(infos, key=lambda info: (info.name, info.target))
+
+
+def _trial(name: str, cls: type[ComputeDriver],
+           offer: Callable[[str], Mapping[str, Any]] | None
+           ) -> tuple[str | None, str | None]:
+    """(error, note) of constructing ``cls`` as :func:`available_drivers`
+    says."""
+    offered = (offer(name) if offer is not None
+               else dict.fromkeys(OFFERED_TO_ALL))
+    kwargs, problem = _fit(cls, offered)
+    if problem is not None or offer is None:
+        return problem, None
+    try:
+        _construct(name, cls, kwargs)
+    except DriverLoadError as exc:
+        return exc.reason, None
+    except DriverError as exc:
+        return None, " ".join(str(exc).split())
+    return None, None
 
 
 def load_driver_class(name: str) -> type[ComputeDriver]:
@@ -198,10 +246,12 @@ def load_driver_class(name: str) -> type[ComputeDriver]:
 
 
 def load_driver(name: str, **kwargs: Any) -> ComputeDriver:
-    """Load the driver registered as ``name`` and construct it.
+    """Load the driver registered as ``name`` and construct it with
+    exactly ``kwargs`` (an argument it does not take is an error; to pass
+    only what it takes, :func:`build_driver`).
 
-    ``kwargs`` go to the driver's constructor.  Nothing else is called:
-    :meth:`ComputeDriver.init_host` is the caller's next step.
+    Nothing else is called: :meth:`ComputeDriver.init_host` is the
+    caller's next step.
 
     Raises:
         UnknownDriverError: nothing is registered as ``name``.
@@ -210,18 +260,76 @@ def load_driver(name: str, **kwargs: Any) -> ComputeDriver:
             :class:`DriverError` (chained).
         DriverError: the constructor's own errors pass through unchanged.
     """
+    return _construct(name, load_driver_class(name), kwargs)
+
+
+def build_driver(name: str, offered: Mapping[str, Any]) -> ComputeDriver:
+    """Load the driver registered as ``name`` and construct it with those
+    of the ``offered`` keyword arguments its constructor names (every one,
+    when it takes ``**kwargs``): the module's constructor contract.
+
+    Raises:
+        UnknownDriverError: nothing is registered as ``name``.
+        DriverLoadError: it does not load (see :func:`load_driver_class`);
+            its constructor requires an argument ``offered`` lacks, or a
+            positional one (the message names them); or it raised
+            something other than a :class:`DriverError` (chained).
+        DriverError: the constructor's own errors pass through unchanged.
+    """
     cls = load_driver_class(name)
+    kwargs, problem = _fit(cls, offered)
+    if problem is not None:
+        raise DriverLoadError(name, _target(cls), None, problem)
+    return _construct(name, cls, kwargs)
+
+
+def _fit(cls: type, offered: Mapping[str, Any]
+         ) -> tuple[dict[str, Any], str | None]:
+    """The part of ``offered`` that ``cls``'s constructor takes, and why
+    it cannot be built from ``offered`` (``None``: it can)."""
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):  # not introspectable: offer it all
+        return dict(offered), None
+    params = list(signature.parameters.values())
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        taken = dict(offered)
+    else:
+        taken = {p.name: offered[p.name] for p in params
+                 if p.name in offered
+                 and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    lacking = [p.name for p in params
+               if p.default is p.empty
+               and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+               and (p.kind is p.POSITIONAL_ONLY or p.name not in offered)]
+    if not lacking:
+        return taken, None
+    names = ", ".join(repr(name) for name in lacking)
+    given = ", ".join(sorted(offered)) or "nothing"
+    return taken, (
+        f"its constructor {cls.__qualname__}{signature} requires {names}, "
+        f"which virtdriver does not pass (it offers this driver: {given}, "
+        "by keyword); give each such parameter a default, reading the "
+        "setting from conf (docs/driver-authors.md)")
+
+
+def _construct(name: str, cls: type[ComputeDriver],
+               kwargs: Mapping[str, Any]) -> ComputeDriver:
+    """``cls(**kwargs)``, any error but a :class:`DriverError` wrapped."""
     try:
         return cls(**kwargs)
     except DriverError:
         raise
     except Exception as exc:
-        target = f"{cls.__module__}:{cls.__qualname__}"
         args = ", ".join(sorted(kwargs)) or "no arguments"
         raise DriverLoadError(
-            name, target, None,
+            name, _target(cls), None,
             f"constructing {cls.__qualname__} with {args} raised "
             f"{_describe(exc)}") from exc
+
+
+def _target(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 def _not_a_driver(plugin: object) -> str | None:

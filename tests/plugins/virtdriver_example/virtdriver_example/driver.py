@@ -2,13 +2,12 @@
 
 A real driver reads its hypervisor in ``init_host``; this one is handed the
 hardware as constructor arguments, so everything else it does — nodes,
-trait report with evidence, inventories, the provider tree — is the real
-contract, runnable anywhere.
+trait report with evidence, inventories, the provider tree, stable
+identities — is the real contract, runnable anywhere.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -24,6 +23,7 @@ from virtdriver.capabilities.traits.names import custom_trait
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.drivers.base import (
     ComputeDriver, DriverError, NodeCapabilities, ProviderTreeLike)
+from virtdriver.drivers.identity import root_uuid
 
 #: CPU flag (as the example hardware names it) → standard trait.
 CPU_FLAG_TRAITS = MappingProxyType({
@@ -34,8 +34,6 @@ CPU_FLAG_TRAITS = MappingProxyType({
 TIER_NAMESPACE = "EXAMPLE_TIER"
 TIER_PREFIX = f"CUSTOM_{TIER_NAMESPACE}_"
 FAMILY = "example hardware"
-#: Stable uuids for node providers: uuid5 of the node name in this space.
-NODE_UUID_NAMESPACE = uuid.UUID("6f1e0c2a-3a51-4a8e-9d0b-5b7c7f0e0a11")
 
 
 class ExampleDriver(ComputeDriver):
@@ -59,6 +57,9 @@ class ExampleDriver(ComputeDriver):
         "supports_image_type_raw": True,
     })
     ownership = Ownership(frozenset(CPU_FLAG_TRAITS.values()), (TIER_PREFIX,))
+    #: Root uuids are identity.root_uuid("example", nodename): the same on
+    #: every run, and provably this driver's (ComputeDriver.recognizes_root).
+    root_uuid_kind = "example"
 
     def __init__(self, *, vcpus: int = 8, memory_mb: int = 16384,
                  disk_gb: int = 100, cpu_flags: Iterable[str] = ("avx2",),
@@ -107,7 +108,7 @@ class ExampleDriver(ComputeDriver):
         self.require_node(nodename)
         report = self._trait_report()
         if not tree.exists(nodename):
-            tree.new_root(nodename, node_uuid(nodename))
+            tree.new_root(nodename, root_uuid(self.root_uuid_kind, nodename))
         tree.update_inventory(nodename, self._inventory())
         tree.update_traits(nodename,
                            apply_report(tree.data(nodename).traits, report))
@@ -136,8 +137,3 @@ class ExampleDriver(ComputeDriver):
             (Evidence("example hardware", f"is in service tier {self._tier!r}",
                       source="ExampleDriver(tier=...)"),)))
         return TraitReport({r.trait: r for r in results}, self.ownership)
-
-
-def node_uuid(nodename: str) -> str:
-    """The stable provider uuid of ``nodename``."""
-    return str(uuid.uuid5(NODE_UUID_NAMESPACE, nodename))

@@ -1,0 +1,105 @@
+"""The command's driver, loaded the one way every command loads it.
+
+``report``, ``sync``, ``agent``, the claims commands, ``diff``, and
+``explain`` and ``image-check`` with ``--driver``, all build their driver
+here: :func:`driver_arguments` is what the command line offers,
+:func:`new_driver` hands it to
+:func:`~virtdriver.drivers.loader.build_driver` (which passes each
+constructor what its signature takes), and :func:`host_tree` builds the
+tree ``report`` shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import socket
+import tempfile
+
+from virtdriver.cli.errors import CommandError
+from virtdriver.drivers.base import ComputeDriver
+from virtdriver.drivers.loader import build_driver
+from virtdriver.resource_tracker.provider_tree import ProviderTree
+from virtdriver.resource_tracker.tracker import ResourceTracker
+
+#: The fake driver's host when ``--host-spec`` is not given.
+DEFAULT_HOST_SPEC = "small"
+#: Where a throw-away tracker state goes when it can: memory (tmpfs),
+#: where the ledger's fsyncs cost nothing; else the temp dir.
+SCRATCH_PARENT = "/dev/shm"
+
+
+def driver_arguments(args: argparse.Namespace, conf) -> dict[str, object]:
+    """The keyword arguments the command line offers ``args.driver``:
+    ``conf`` to every driver, and the in-tree drivers' own options (which
+    :mod:`.checks` refuses for any other driver)."""
+    offered: dict[str, object] = {"conf": conf}
+    name = args.driver
+    if name in ("libvirt", "fake"):
+        offered["nested"] = not getattr(args, "flat", False)
+    if name == "libvirt":
+        offered["uri"] = args.uri
+    elif name == "fake":
+        offered["host"] = args.host_spec or DEFAULT_HOST_SPEC
+    elif name == "ironic":
+        offered["inventory_path"] = args.inventory
+    return offered
+
+
+def new_driver(args: argparse.Namespace, conf) -> ComputeDriver:
+    """``args.driver`` built from :func:`driver_arguments` (not yet
+    initialised)."""
+    return build_driver(args.driver, driver_arguments(args, conf))
+
+
+def started_driver(args: argparse.Namespace, conf) -> ComputeDriver:
+    """:func:`new_driver`, initialised for this host
+    (``init_host(socket.gethostname())``)."""
+    driver = new_driver(args, conf)
+    driver.init_host(socket.gethostname())
+    return driver
+
+
+def chosen_node(driver: ComputeDriver, args: argparse.Namespace) -> str:
+    """``--node`` if the driver has it, else the driver's only node.
+
+    Raises:
+        CommandError: no such node, or several and none chosen.
+    """
+    nodes = driver.get_available_nodes()
+    wanted = getattr(args, "node", None)
+    shown = ", ".join(nodes[:10]) + (", …" if len(nodes) > 10 else "")
+    if wanted is not None and wanted not in nodes:
+        raise CommandError(f"--node {wanted!r}: driver {args.driver!r} has "
+                           f"no such node; give one of: {shown or 'none'}")
+    if wanted is None and len(nodes) != 1:
+        raise CommandError(f"driver {args.driver!r} has {len(nodes)} nodes; "
+                           f"say which with --node ({shown or 'none'})")
+    return wanted if wanted is not None else nodes[0]
+
+
+def provider_config(conf) -> str | None:
+    """``[compute] provider_config_location`` (``None`` when emptied)."""
+    return conf.compute.provider_config_location or None
+
+
+def scratch_parent() -> str | None:
+    """:data:`SCRATCH_PARENT` if this process may make a directory there,
+    else ``None`` (the temp dir)."""
+    if os.path.isdir(SCRATCH_PARENT) and os.access(SCRATCH_PARENT,
+                                                   os.W_OK | os.X_OK):
+        return SCRATCH_PARENT
+    return None
+
+
+def host_tree(driver: ComputeDriver, driver_name: str, conf) -> ProviderTree:
+    """The tree the tracker builds for every node of ``driver`` from an
+    empty one, as ``report`` shows it: a scratch ledger, thrown away
+    (showing a tree must not change the real one)."""
+    with tempfile.TemporaryDirectory(dir=scratch_parent()) as scratch:
+        tracker = ResourceTracker(driver, state_dir=pathlib.Path(scratch),
+                                  driver_name=driver_name,
+                                  provider_config=provider_config(conf))
+        tracker.update_all()
+    return tracker.tree
