@@ -122,8 +122,7 @@ class PlacementClient:
         self._adapter = adapter
         self._endpoint_id = endpoint_id
         self._version = parse_version(microversion) if microversion else None
-        self._transport = Transport(adapter, where=self._where,
-                                    retry=retry or RetryPolicy())
+        self._transport = Transport(adapter, where=self._where, retry=retry)
 
     @classmethod
     def from_url(cls, url: str, *, token: str = NOAUTH_TOKEN,

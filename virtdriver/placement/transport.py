@@ -111,6 +111,9 @@ class RetryPolicy:
 
 #: One try per request.
 NO_RETRY = RetryPolicy(attempts=1)
+#: The policy of a client not given one (looked up when the client is
+#: made, so a test may replace it).
+DEFAULT_RETRY = RetryPolicy()
 
 
 class NotAcceptable(Exception):
@@ -125,15 +128,15 @@ class Transport:
             of its own).
         where: names the service in messages (its endpoint, or "the
             catalog endpoint" before it is known).
-        retry: the :class:`RetryPolicy`.
+        retry: the :class:`RetryPolicy` (default :data:`DEFAULT_RETRY`).
     """
 
     def __init__(self, adapter: ks_adapter.Adapter, *,
                  where: Callable[[], str],
-                 retry: RetryPolicy = RetryPolicy()) -> None:
+                 retry: RetryPolicy | None = None) -> None:
         self.adapter = adapter
         self.where = where
-        self.retry = retry
+        self.retry = retry or DEFAULT_RETRY
         self.counts: Counter[str] = Counter()
         #: Transient failures retried so far.
         self.retried = 0
@@ -241,7 +244,7 @@ def tls_message(service: str, where: str, exc: Exception) -> str:
 
 
 def catalog_endpoint(adapter: ks_adapter.Adapter,
-                     retry: RetryPolicy = RetryPolicy()) -> str | None:
+                     retry: RetryPolicy | None = None) -> str | None:
     """The placement endpoint ``adapter`` finds in keystone's catalog
     (``None``: the catalog has none), keystone 5xx and resets retried as
     requests are.
@@ -252,6 +255,7 @@ def catalog_endpoint(adapter: ks_adapter.Adapter,
         PlacementTLSError: keystone's certificate cannot be verified.
         PlacementRequestError: keystone refused the credentials.
     """
+    retry = retry or DEFAULT_RETRY
     attempt = 0
     while True:
         attempt += 1
