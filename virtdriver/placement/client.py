@@ -238,7 +238,7 @@ class PlacementClient:
                 :data:`MIN_VERSION`.
             PlacementUnavailable, PlacementRequestError: no usable answer.
         """
-        body = self._transport.send("GET", "/", version=None)
+        body = self._send("GET", "/", version=None)
         versions = body.get("versions") if isinstance(body, dict) else None
         found = None
         for entry in versions if isinstance(versions, list) else ():
@@ -271,15 +271,19 @@ class PlacementClient:
         """
         version = self.microversion
         try:
-            return self._transport.send(method, path, body=body,
-                                        params=params, version=version)
+            return self._send(method, path, body=body, params=params,
+                              version=version)
         except NotAcceptable:
             # The version came from a state file or the service was
             # downgraded: renegotiate once.
             self._version = None
-            return self._transport.send(method, path, body=body,
-                                        params=params,
-                                        version=self.microversion)
+            return self._send(method, path, body=body, params=params,
+                              version=self.microversion)
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One request through the transport, its retries included (the
+        hook a test's subclass wraps)."""
+        return self._transport.send(method, path, **kwargs)
 
     def _where(self) -> str:
         return self._endpoint_id or "(catalog endpoint)"
