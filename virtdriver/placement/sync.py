@@ -23,9 +23,12 @@ ownership callable and the sync state, and, in this order:
 A generation conflict (409) re-reads only that provider, recomputes and
 retries, ``attempts`` times in all with jittered exponential backoff; then
 that provider fails with a clear error and the others still sync.
-Placement unreachable or failing (5xx) stops the sync: the result is
+Placement unreachable or failing (5xx, after the client's own retries of
+a transient failure, :mod:`~.transport`) stops the sync: the result is
 *pending*, what was done is recorded, nothing is retried in a loop — the
-next call catches up.  ``docs/placement.md`` has the whole story.
+next call catches up.  A TLS failure stops it as failed.  Our provider
+found under another tree (re-parented by someone) is recognised by its
+uuid and moved back.  ``docs/placement.md`` has the whole story.
 """
 
 from __future__ import annotations
