@@ -47,9 +47,10 @@ from virtdriver.placement.deletions import Deletions
 from virtdriver.placement.errors import (
     DuplicateProvider, GenerationConflict, InventoryInUse, PlacementError,
     PlacementRequestError, PlacementTLSError, PlacementUnavailable,
-    ProviderMoved, ProviderNotFound, UnknownName)
+    ProviderNotFound, UnknownName)
 from virtdriver.placement.plan import (
     ProviderPlan, custom_names, inventory_from_placement, plan_provider)
+from virtdriver.placement.moves import Moves
 from virtdriver.placement.reshape import Reshaper, in_use_message
 from virtdriver.placement.reshape_plan import PlacementOf
 from virtdriver.placement.result import OutcomeBuilder, SyncResult
@@ -230,7 +231,10 @@ class _Run:
         roots = list(dict.fromkeys(p.root_uuid for p in managed))
         listed = self._list(roots)
         state.microversion = self.client.negotiated or state.microversion
-        listed, stuck = self._restore_roots(roots, managed, listed)
+        self.moves = Moves(self.client, dry_run=self.dry_run,
+                           notes=self.notes)
+        listed, stuck = self.moves.restore_roots(roots, managed, listed,
+                                            self._outcome, self._list)
         managed = [p for p in managed if p.root_uuid not in stuck]
         # Inventory that allocations use moves first, in one request per
         # tree; a tree that cannot be reshaped is held: left untouched.
@@ -262,38 +266,6 @@ class _Run:
         for uuid in list(state.wrote_aggregates):
             if uuid not in managed_uuids:
                 del state.wrote_aggregates[uuid]
-
-    def _restore_roots(self, roots: list[str], managed: list[ProviderData],
-                       listed: dict[str, Listed]
-                       ) -> tuple[dict[str, Listed], set[str]]:
-        """Make our roots that Placement has under another provider
-        (someone re-parented them) roots again, first, so the reshaper,
-        the deletions and the writes see our trees as they are.  A root
-        that cannot be moved back (a dry run, Placement before 1.37)
-        holds its tree this sync; it is in the returned set."""
-        by_uuid = {p.uuid: p for p in managed}
-        moved, stuck = False, set()
-        for root in roots:
-            item = listed.get(root)
-            if item is None or item.parent_uuid is None:
-                continue
-            desired = by_uuid[root]
-            outcome = self._outcome(root, desired.name)
-            try:
-                self._move(desired, Known(item.uuid, item.name,
-                                          item.parent_uuid, item.root_uuid,
-                                          item.generation), outcome)
-            except (PlacementUnavailable, PlacementTLSError):
-                raise
-            except PlacementError as exc:
-                outcome.error(str(exc))
-                stuck.add(root)
-                continue
-            if self.dry_run:
-                stuck.add(root)
-            moved = True
-        return (self._list(roots) if moved and not self.dry_run
-                else listed), stuck
 
     def _outcome(self, uuid: str, name: str) -> OutcomeBuilder:
         if uuid not in self.outcomes:
@@ -330,10 +302,10 @@ class _Run:
                     fresh = True
                 except DuplicateProvider:
                     # Not in our tree's listing, yet Placement has it.
-                    listed = self._elsewhere(desired)
+                    listed = self.moves.elsewhere(desired)
             if listed is not None:
                 current, baseline, fresh = self._current(listed)
-                current = self._move(desired, current, outcome)
+                current = self.moves.move(desired, current, outcome)
             self._converge(desired, current, baseline, outcome, fresh)
         except (PlacementUnavailable, PlacementTLSError):
             raise
@@ -367,30 +339,6 @@ class _Run:
         return Known(desired.uuid, desired.name, desired.parent_uuid,
                      body.get("root_provider_uuid") or desired.root_uuid,
                      body["generation"])
-
-    def _elsewhere(self, desired: ProviderData) -> Listed:
-        """Placement refused to create ``desired`` as a duplicate: find
-        why.  Its uuid is ours (``owned_for`` vouched for it), so if
-        Placement has a provider with that uuid, it is our provider —
-        moved under another tree by someone, or created by an earlier
-        attempt whose answer was lost — and is synced (moved back) as
-        listed.  Otherwise another provider holds the name.
-
-        Raises:
-            DuplicateProvider: a provider with another uuid has the name.
-        """
-        body = self.client.get_provider(desired.uuid)
-        if body is not None:
-            return Listed.from_body(body)
-        holder = self.client.name_holder(desired.name) or {}
-        raise DuplicateProvider(
-            f"provider {desired.name!r} ({desired.uuid}) cannot be created: "
-            f"Placement has another provider of that name "
-            f"({holder.get('uuid', 'uuid unknown')}, in the tree of "
-            f"{holder.get('root_provider_uuid', '?')}) — not ours, so it "
-            "is left alone; rename or delete that provider, or give this "
-            "node another name", method="POST", path="/resource_providers",
-            status=409, code="placement.duplicate_name")
 
     def _current(self, listed: Listed) -> tuple[Known, Known | None, bool]:
         """What Placement holds, the drift baseline (the state's record
@@ -431,40 +379,6 @@ class _Run:
         return Known(listed.uuid, listed.name, listed.parent_uuid,
                      listed.root_uuid, generations.pop(), inventory,
                      traits, aggregates)
-
-    def _move(self, desired: ProviderData, current: Known,
-              outcome: OutcomeBuilder) -> Known:
-        """Rename or re-parent the provider if Placement has it otherwise."""
-        if (current.name == desired.name
-                and current.parent_uuid == desired.parent_uuid):
-            return current
-        elsewhere = (f"our provider {desired.name!r} ({desired.uuid}) is "
-                     f"in Placement under parent {current.parent_uuid} in "
-                     f"the tree of {current.root_uuid}, not under "
-                     f"{desired.parent_uuid or 'no parent'}")
-        if (current.parent_uuid != desired.parent_uuid
-                and not self.client.has("reparent")):
-            raise ProviderMoved(
-                f"{elsewhere}, and Placement {self.client.microversion} "
-                "cannot re-parent (needs 1.37); delete it in Placement "
-                f"(`openstack resource provider delete {desired.uuid}`, "
-                "after moving its allocations) and sync again",
-                provider=desired.uuid, parent_uuid=current.parent_uuid,
-                root_uuid=current.root_uuid)
-        if current.name != desired.name:
-            outcome.fields["renamed_from"] = current.name
-        if current.parent_uuid != desired.parent_uuid:
-            outcome.fields["reparented_from"] = current.parent_uuid or ""
-        if self.dry_run:
-            return current
-        body = self.client.update_provider(desired.uuid, desired.name,
-                                           desired.parent_uuid)
-        if current.root_uuid != desired.root_uuid:
-            self.notes.append(f"{elsewhere}: moved back")
-        return dataclasses.replace(
-            current, name=desired.name, parent_uuid=desired.parent_uuid,
-            root_uuid=body.get("root_provider_uuid") or current.root_uuid,
-            generation=body["generation"])
 
     def _converge(self, desired: ProviderData, current: Known,
                   baseline: Known | None, outcome: OutcomeBuilder,

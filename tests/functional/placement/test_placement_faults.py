@@ -107,6 +107,8 @@ def test_with_cafile_the_sync_works_over_https(tmp_path, state_dir, https,
     assert_placement_equals(api, Host(tmp_path / "expected").tree)
 
 
+@pytest.mark.filterwarnings(
+    "ignore::urllib3.exceptions.InsecureRequestWarning")
 def test_insecure_skips_verification(tmp_path, state_dir, https, api,
                                      capsys):
     conf = config(tmp_path, f"[placement]\nendpoint_override = {https.url}\n"
