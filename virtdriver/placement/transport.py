@@ -55,7 +55,8 @@ _IN_USE = re.compile(r"Inventory for '([^']*)' on resource provider")
 #: What Placement's trait handler says when it lost the race above.
 _TRAIT_RACE = "concurrently updated the resource provider"
 _CERT_FAILURE = re.compile(r"certificate verify failed: ([^(\"')]+)")
-_SSL_REASON = re.compile(r"\[SSL: [A-Z_]+\] ([^(\"')]+)")
+_SSL_REASON = re.compile(r"\[SSL: [A-Z_0-9]+\] ([^(\"')]+)")
+_SSL_ERROR = re.compile(r"SSL\w*Error\(\d+, '([^'(]+)")
 
 
 @dataclass(frozen=True)
@@ -230,8 +231,8 @@ def tls_reason(exc: Exception) -> str:
     found = _CERT_FAILURE.search(text)
     if found:
         return f"certificate verify failed: {found[1].strip()}"
-    found = _SSL_REASON.search(text)
-    return found[1].strip() if found else text[-200:]
+    found = _SSL_REASON.search(text) or _SSL_ERROR.search(text)
+    return found[1].strip() if found else type(exc).__name__
 
 
 def tls_message(service: str, where: str, exc: Exception) -> str:

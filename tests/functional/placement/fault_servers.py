@@ -113,9 +113,9 @@ class Proxy:
 
 
 def make_ca(directory: pathlib.Path) -> dict[str, pathlib.Path]:
-    """A throw-away CA and a server certificate for 127.0.0.1 signed by
-    it, made with the ``openssl`` command: paths ``ca``, ``cert``,
-    ``key``."""
+    """A throw-away CA, a server certificate for 127.0.0.1 and a client
+    certificate signed by it, made with the ``openssl`` command: paths
+    ``ca``, ``cert``, ``key``, ``client``, ``client_key``."""
     directory.mkdir(parents=True, exist_ok=True)
     ca, ca_key = directory / "ca.pem", directory / "ca.key"
     cert, key = directory / "server.pem", directory / "server.key"
@@ -139,13 +139,29 @@ def make_ca(directory: pathlib.Path) -> dict[str, pathlib.Path]:
     openssl("req", *ec, "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1")
     openssl("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key,
             "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", ext)
-    return {"ca": ca, "cert": cert, "key": key}
+    client, client_key = directory / "client.pem", directory / "client.key"
+    ext.write_text("basicConstraints = critical, CA:FALSE\n"
+                   "keyUsage = critical, digitalSignature\n"
+                   "extendedKeyUsage = clientAuth\n"
+                   "subjectKeyIdentifier = hash\n"
+                   "authorityKeyIdentifier = keyid, issuer\n")
+    openssl("req", *ec, "-keyout", client_key, "-out", csr, "-subj",
+            "/CN=virtdriver agent")
+    openssl("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key,
+            "-CAcreateserial", "-out", client, "-days", "2", "-extfile", ext)
+    return {"ca": ca, "cert": cert, "key": key, "client": client,
+            "client_key": client_key}
 
 
-def server_context(paths: dict[str, pathlib.Path]) -> ssl.SSLContext:
-    """A server-side TLS context with :func:`make_ca`'s certificate."""
+def server_context(paths: dict[str, pathlib.Path], *,
+                   client_cert: bool = False) -> ssl.SSLContext:
+    """A server-side TLS context with :func:`make_ca`'s certificate;
+    ``client_cert``: clients must present one the CA signed."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(paths["cert"], paths["key"])
+    if client_cert:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(paths["ca"])
     return context
 
 

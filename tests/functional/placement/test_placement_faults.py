@@ -6,6 +6,7 @@ landed), and our own provider moved under a foreign tree."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 import uuid as uuidlib
 
@@ -118,6 +119,41 @@ def test_insecure_skips_verification(tmp_path, state_dir, https, api,
 
     assert (status, err) == (0, "")
     assert doc["sync"]["ok"]
+    assert_placement_equals(api, Host(tmp_path / "expected").tree)
+
+
+def test_a_client_certificate_is_sent_from_certfile_and_keyfile(
+        tmp_path, state_dir, placement, ca, api, capsys):
+    proxy = Proxy(placement.url, tls=server_context(ca, client_cert=True))
+    without = config(tmp_path, f"""\
+        [placement]
+        endpoint_override = {proxy.url}
+        cafile = {ca['ca']}
+        """)
+    try:
+        status, doc, err = run_sync(capsys, *without, *FAKE)
+        assert status == 2 and not doc["sync"]["pending"]
+        assert err.count("\n") == 1 and "not reachable" not in err
+        # The server hung up in the handshake (OpenSSL's words vary:
+        # "EOF occurred in violation of protocol", "… certificate
+        # required"): one short reason, not keystoneauth's whole text.
+        assert re.search(
+            rf"the TLS connection to Placement at {re.escape(proxy.url)} "
+            r"failed \([^()]{5,80}\); set \[placement\] cafile", err), err
+        assert "(certfile and keyfile if it wants a client certificate)" \
+            in err
+
+        with_cert = config(tmp_path, f"""\
+            [placement]
+            endpoint_override = {proxy.url}
+            cafile = {ca['ca']}
+            certfile = {ca['client']}
+            keyfile = {ca['client_key']}
+            """)
+        status, doc, err = run_sync(capsys, *with_cert, *FAKE)
+    finally:
+        proxy.close()
+    assert (status, err) == (0, "")
     assert_placement_equals(api, Host(tmp_path / "expected").tree)
 
 
