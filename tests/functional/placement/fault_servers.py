@@ -27,18 +27,12 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
-class Proxy:
-    """An HTTP (or, with ``tls``, HTTPS) proxy on 127.0.0.1, port 0, in
-    front of ``upstream``; ``fault`` decides per request.  ``log`` lists
-    ``(method, path, what)`` for every request."""
+class _Loopback:
+    """A threaded HTTP(S) server on 127.0.0.1, port 0: ``url``,
+    ``close()``."""
 
-    def __init__(self, upstream: str, *, fault: Fault | None = None,
-                 tls: ssl.SSLContext | None = None) -> None:
-        self.upstream = urlsplit(upstream)
-        self.fault = fault or (lambda n, method, path: None)
-        self.log: list[tuple[str, str, str]] = []
-        self._lock = threading.Lock()
-        self.server = _Server(("127.0.0.1", 0), self._handler())
+    def _serve(self, handler, tls: ssl.SSLContext | None = None) -> None:
+        self.server = _Server(("127.0.0.1", 0), handler)
         if tls is not None:
             self.server.socket = tls.wrap_socket(self.server.socket,
                                                  server_side=True)
@@ -50,6 +44,20 @@ class Proxy:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class Proxy(_Loopback):
+    """An HTTP (or, with ``tls``, HTTPS) proxy on 127.0.0.1, port 0, in
+    front of ``upstream``; ``fault`` decides per request.  ``log`` lists
+    ``(method, path, what)`` for every request."""
+
+    def __init__(self, upstream: str, *, fault: Fault | None = None,
+                 tls: ssl.SSLContext | None = None) -> None:
+        self.upstream = urlsplit(upstream)
+        self.fault = fault or (lambda n, method, path: None)
+        self.log: list[tuple[str, str, str]] = []
+        self._lock = threading.Lock()
+        self._serve(self._handler(), tls)
 
     def what(self, what: str) -> list[tuple[str, str]]:
         """``(method, path)`` of the requests that got ``what``."""
@@ -165,7 +173,7 @@ def server_context(paths: dict[str, pathlib.Path], *,
     return context
 
 
-class BrokenKeystone:
+class BrokenKeystone(_Loopback):
     """A keystone on loopback that answers ``status`` to every request."""
 
     def __init__(self, status: int = 503) -> None:
@@ -192,11 +200,4 @@ class BrokenKeystone:
 
             do_GET = do_POST = _any
 
-        self.server = _Server(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever,
-                         daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(Handler)

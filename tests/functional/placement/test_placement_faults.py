@@ -7,20 +7,21 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 import uuid as uuidlib
 
 import os_traits
 import pytest
 from fault_servers import BrokenKeystone, Proxy, make_ca, server_context
 from placement_helpers import Api, Host, assert_placement_equals
+from test_placement_cli import config, run_sync, state_dir  # noqa: F401
 
-from virtdriver import cli
 from virtdriver.drivers.ironic import IronicDriver
 from virtdriver.placement import transport
 from virtdriver.placement.client import PlacementClient, RetryPolicy
 
 FAKE = ["--driver", "fake", "--host-spec", "numa2-ht"]
+#: Every test: VIRTDRIVER_STATE_DIR in its tmp_path (the CLI's state).
+pytestmark = pytest.mark.usefixtures("state_dir")
 
 
 class Sleeps(list):
@@ -37,26 +38,6 @@ def sleeps(monkeypatch) -> Sleeps:
     monkeypatch.setattr(transport, "DEFAULT_RETRY",
                         RetryPolicy(sleep=recorder))
     return recorder
-
-
-@pytest.fixture
-def state_dir(tmp_path, monkeypatch):
-    path = tmp_path / "state"
-    monkeypatch.setenv("VIRTDRIVER_STATE_DIR", str(path))
-    return path
-
-
-def run_sync(capsys, *args: str) -> tuple[int, dict | None, str]:
-    status = cli.main(["sync", "--format", "json", *args])
-    captured = capsys.readouterr()
-    return (status, json.loads(captured.out) if captured.out else None,
-            captured.err)
-
-
-def config(tmp_path, text: str) -> list[str]:
-    path = tmp_path / "virtdriver.conf"
-    path.write_text(textwrap.dedent(text))
-    return ["--config-file", str(path)]
 
 
 # -- TLS -----------------------------------------------------------------------
@@ -76,7 +57,7 @@ def https(placement, ca):
 
 
 def test_without_cafile_a_certificate_failure_says_so_and_exits_2(
-        tmp_path, state_dir, https, capsys):
+        tmp_path, https, capsys):
     conf = config(tmp_path, f"[placement]\nendpoint_override = "
                   f"{https.url}\n")
 
@@ -92,8 +73,8 @@ def test_without_cafile_a_certificate_failure_says_so_and_exits_2(
     assert "set [placement] cafile to the CA that signed" in err
 
 
-def test_with_cafile_the_sync_works_over_https(tmp_path, state_dir, https,
-                                               ca, api, capsys):
+def test_with_cafile_the_sync_works_over_https(tmp_path, https, ca, api,
+                                               capsys):
     conf = config(tmp_path, f"""\
         [placement]
         endpoint_override = {https.url}
@@ -110,8 +91,7 @@ def test_with_cafile_the_sync_works_over_https(tmp_path, state_dir, https,
 
 @pytest.mark.filterwarnings(
     "ignore::urllib3.exceptions.InsecureRequestWarning")
-def test_insecure_skips_verification(tmp_path, state_dir, https, api,
-                                     capsys):
+def test_insecure_skips_verification(tmp_path, https, api, capsys):
     conf = config(tmp_path, f"[placement]\nendpoint_override = {https.url}\n"
                   "insecure = true\n")
 
@@ -123,7 +103,7 @@ def test_insecure_skips_verification(tmp_path, state_dir, https, api,
 
 
 def test_a_client_certificate_is_sent_from_certfile_and_keyfile(
-        tmp_path, state_dir, placement, ca, api, capsys):
+        tmp_path, placement, ca, api, capsys):
     proxy = Proxy(placement.url, tls=server_context(ca, client_cert=True))
     without = config(tmp_path, f"""\
         [placement]
@@ -161,9 +141,13 @@ def test_a_client_certificate_is_sent_from_certfile_and_keyfile(
 
 
 @pytest.mark.parametrize("answer", [500, 503])
+@pytest.mark.parametrize("override", [False, True])
 def test_keystone_answering_5xx_is_unreachable_not_refused(
-        tmp_path, state_dir, sleeps, capsys, answer):
+        tmp_path, placement, sleeps, capsys, answer, override):
+    """From the catalog lookup, or (with ``endpoint_override``) from the
+    first request's token: pending, exit 3, after the retries."""
     keystone = BrokenKeystone(answer)
+    endpoint = f"endpoint_override = {placement.url}" if override else ""
     conf = config(tmp_path, f"""\
         [placement]
         auth_type = password
@@ -173,18 +157,20 @@ def test_keystone_answering_5xx_is_unreachable_not_refused(
         project_name = service
         user_domain_id = default
         project_domain_id = default
+        {endpoint}
         """)
     try:
-        status = cli.main(["sync", *conf, *FAKE])
+        status, _, err = run_sync(capsys, *conf, *FAKE)
     finally:
         keystone.close()
 
-    err = capsys.readouterr().err
     assert status == 3
     assert err.count("\n") == 1 and "refused" not in err
-    assert err.startswith(
-        "virtdriver: sync pending (the next `virtdriver sync` catches up): "
-        f"keystone at the [placement] auth_url answered {answer} (")
+    said = (f"GET /: keystone answered {answer} while logging in to "
+            "Placement (" if override else
+            f"keystone at the [placement] auth_url answered {answer} (")
+    assert err.startswith("virtdriver: sync pending (the next `virtdriver "
+                          f"sync` catches up): {said}"), err
     assert len(sleeps) == transport.DEFAULT_RETRY.attempts - 1   # retried
 
 
