@@ -233,8 +233,8 @@ class _Run:
         state.microversion = self.client.negotiated or state.microversion
         self.moves = Moves(self.client, dry_run=self.dry_run,
                            notes=self.notes)
-        listed, stuck = self.moves.restore_roots(roots, managed, listed,
-                                            self._outcome, self._list)
+        listed, stuck = self.moves.restore_roots(
+            roots, managed, listed, self._outcome, self._list)
         managed = [p for p in managed if p.root_uuid not in stuck]
         # Inventory that allocations use moves first, in one request per
         # tree; a tree that cannot be reshaped is held: left untouched.
