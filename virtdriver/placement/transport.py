@@ -28,9 +28,11 @@ land makes the retry a 404, "already gone".
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -38,6 +40,7 @@ from typing import Any
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
+from urllib3.exceptions import InsecureRequestWarning
 
 from virtdriver.placement.errors import (
     DuplicateProvider, GenerationConflict, InventoryInUse,
@@ -45,6 +48,7 @@ from virtdriver.placement.errors import (
     PlacementServerError, PlacementTLSError, PlacementUnreachable,
     ProviderInUse, ProviderNotFound, UnknownName)
 
+LOG = logging.getLogger(__name__)
 _READS = frozenset({"GET", "HEAD"})
 #: Statuses retried: a Placement (or a proxy before it) failing for now.
 TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
@@ -138,6 +142,8 @@ class Transport:
         self.adapter = adapter
         self.where = where
         self.retry = retry or DEFAULT_RETRY
+        if getattr(getattr(adapter, "session", None), "verify", True) is False:
+            _unverified()
         self.counts: Counter[str] = Counter()
         #: Transient failures retried so far.
         self.retried = 0
@@ -202,6 +208,13 @@ class Transport:
                 f"{method} {path}: Placement answered {status} with a body "
                 "that is not JSON; check that the URL is Placement's",
                 method=method, path=path, status=status) from None
+
+
+def _unverified() -> None:
+    """``insecure = true``: one warning, not urllib3's on every request."""
+    warnings.filterwarnings("ignore", category=InsecureRequestWarning)
+    LOG.warning("[placement] insecure = true: TLS certificates are not "
+                "verified; set cafile instead outside tests")
 
 
 class _Transient(Exception):
