@@ -297,12 +297,17 @@ class _Run:
                               f"{desired.parent_uuid} is not in Placement")
                 return
             if listed is None:
+                retried = self.client.retried
                 try:
                     current, baseline = self._create(desired, outcome), None
                     fresh = True
                 except DuplicateProvider:
                     # Not in our tree's listing, yet Placement has it.
                     listed = self.moves.elsewhere(desired)
+                    if (self.client.retried > retried
+                            and listed.parent_uuid == desired.parent_uuid):
+                        # Our first POST landed; its answer was lost.
+                        outcome.fields["created"] = True
             if listed is not None:
                 current, baseline, fresh = self._current(listed)
                 current = self.moves.move(desired, current, outcome)

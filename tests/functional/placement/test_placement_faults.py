@@ -259,6 +259,7 @@ def test_a_create_whose_answer_was_lost_is_not_created_twice(
     assert ("GET", f"/resource_providers/{host.root.uuid}") in \
         proxy.what("forwarded")
     assert len(sleeps) == 1
+    assert result.get(host.root.uuid).created       # said as it happened
     assert_placement_equals(api, host.tree)
     assert len(api.providers()) == len(host.tree.providers())
 
