@@ -1,4 +1,4 @@
-"""How the client classifies Placement's error answers (no server needed:
+"""How the transport classifies Placement's error answers (no server needed:
 the answers are the bodies Placement 16 sends)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from virtdriver.placement import client
+from virtdriver.placement import transport
 from virtdriver.placement.errors import GenerationConflict, PlacementError
 
 
@@ -28,8 +28,8 @@ RACE = ("The server has either erred or is incapable of performing the "
 
 
 def test_the_trait_race_500_is_a_generation_conflict():
-    error = client._error("PUT", "/resource_providers/u/traits",
-                          Answer(500, RACE), "http://p")
+    error = transport.from_response("PUT", "/resource_providers/u/traits",
+                                    Answer(500, RACE), "http://p")
     assert isinstance(error, GenerationConflict)
     assert "re-read it and retry" in str(error)
 
@@ -39,6 +39,7 @@ def test_the_trait_race_500_is_a_generation_conflict():
     ("POST", "/resource_providers"),
 ])
 def test_other_500s_stay_server_errors(method, path):
-    error = client._error(method, path, Answer(500, RACE), "http://p")
+    error = transport.from_response(method, path, Answer(500, RACE),
+                                    "http://p")
     assert isinstance(error, PlacementError)
     assert not isinstance(error, GenerationConflict)

@@ -27,13 +27,11 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
-from keystoneauth1 import exceptions as ks_exc
 
 from virtdriver.render.host import render_node_source
 from virtdriver.render.progress import progress_bar
@@ -45,10 +43,12 @@ from virtdriver.cli.loading import provider_config, started_driver
 from virtdriver.conf import placement as placement_conf
 from virtdriver.filelock import exclusive_lock
 from virtdriver.placement.client import PlacementClient
+from virtdriver.placement.errors import PlacementError, PlacementUnavailable
 from virtdriver.placement.ownership import TrackerOwnership
 from virtdriver.placement.reshape import ClaimsPlacement
 from virtdriver.placement.result import SyncResult
 from virtdriver.placement.sync import Syncer
+from virtdriver.placement.transport import catalog_endpoint
 from virtdriver.resource_tracker.tracker import LOCK_FILE, ResourceTracker
 from virtdriver.state_dir import StateDirError, state_dir
 
@@ -137,24 +137,21 @@ def placement_target(args: argparse.Namespace, conf,
 
 def catalog_client(adapter) -> PlacementClient:
     """A client on ``adapter`` (keystone auth), its endpoint looked up
-    first, so that keystone refusing the credentials (bad input, 2) and
-    keystone not answering (3) are told apart.
+    first, so that keystone refusing the credentials or its certificate
+    (bad input, 2) and keystone not answering or answering 5xx (3, the
+    sync pending) are told apart.
 
     Raises:
         CommandError: as said.
     """
     try:
-        url = adapter.get_endpoint()
-    except (ks_exc.ConnectionError, ks_exc.RetriableConnectionFailure) as exc:
+        url = catalog_endpoint(adapter)
+    except PlacementUnavailable as exc:
         raise CommandError(
-            f"sync pending (the next `virtdriver sync` catches up): keystone "
-            f"at the [placement] auth_url is not reachable ({_why(exc)}); "
-            "start it or fix auth_url", EXIT_UNREACHABLE) from None
-    except ks_exc.ClientException as exc:
-        raise CommandError(
-            f"keystone refused the [placement] credentials or could not "
-            f"find Placement ({type(exc).__name__}: {exc}); check the "
-            "[placement] auth options") from None
+            f"sync pending (the next `virtdriver sync` catches up): {exc}",
+            EXIT_UNREACHABLE) from None
+    except PlacementError as exc:
+        raise CommandError(str(exc)) from None
     if not url:
         raise CommandError(
             "the service catalog has no placement endpoint for [placement] "
@@ -184,12 +181,6 @@ def _check(result: SyncResult) -> None:
             f"failed, first {first.name!r} ({first.uuid}): {first.error}; "
             "the others are synced — fix what each error says (listed "
             "above) and run again")
-
-
-def _why(exc: Exception) -> str:
-    """``Connection refused`` out of keystoneauth's long message."""
-    found = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", str(exc))
-    return found[1].strip() if found else type(exc).__name__
 
 
 def _count(n: int, noun: str) -> str:

@@ -12,7 +12,9 @@ adapter's (``valid_interfaces``, ``region_name``, ``endpoint_override``,
   session, the endpoint from the service catalog unless
   ``endpoint_override`` names it;
 * only ``endpoint_override`` set: that URL with the ``admin`` token
-  Placement's ``noauth2`` mode expects (as ``--placement-url``);
+  Placement's ``noauth2`` mode expects (as ``--placement-url``), with the
+  same session options (``cafile``, ``certfile``, ``keyfile``,
+  ``insecure``, ``timeout``);
 * neither: ``None`` — the caller's default (``virtdriver sync`` embeds
   Placement).
 
@@ -130,9 +132,11 @@ def placement_client(conf: cfg.ConfigOpts) -> PlacementClient | None:
         return PlacementClient(placement_adapter(conf))
     if not configured(conf):
         return None
-    group = conf[GROUP]
-    return PlacementClient.from_url(group.endpoint_override,
-                                    timeout=group.timeout)
+    # The session options (cafile, certfile, keyfile, insecure, timeout…)
+    # apply with the noauth2 token as with keystone.
+    session = ks_loading.load_session_from_conf_options(conf, GROUP)
+    return PlacementClient.from_url(conf[GROUP].endpoint_override,
+                                    session=session)
 
 
 def placement_adapter(conf: cfg.ConfigOpts) -> ks_adapter.Adapter:

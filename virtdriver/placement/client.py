@@ -2,10 +2,12 @@
 
 :class:`PlacementClient` sends every request through a keystoneauth1
 ``Adapter`` (service-catalog lookup or an endpoint override), with the
-microversion negotiated once and sent on every request, and turns each
-failure into one of :mod:`virtdriver.placement.errors`.  It counts what it
-sends (:attr:`PlacementClient.counts`), so tests and the sync report can
-say exactly how many reads and writes a cycle cost.
+microversion negotiated once and sent on every request; its
+:class:`~.transport.Transport` retries transient failures (5xx, a reset
+connection) and turns each failure into one of
+:mod:`virtdriver.placement.errors`.  It counts what it sends
+(:attr:`PlacementClient.counts`), so tests and the sync report can say
+exactly how many reads and writes a cycle cost.
 
 Microversions
 -------------
@@ -21,21 +23,20 @@ minimum is the highest of those the sync and its planned reshaper need.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from keystoneauth1 import adapter as ks_adapter
-from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 
 from virtdriver.placement.errors import (
-    DuplicateProvider, GenerationConflict, InventoryInUse,
-    MicroversionUnsupported, PlacementError, PlacementRequestError,
-    PlacementServerError, PlacementUnreachable, ProviderInUse,
-    ProviderNotFound, UnknownName)
+    MicroversionUnsupported, PlacementRequestError, ProviderNotFound)
+from virtdriver.placement.transport import (
+    NotAcceptable, RequestCounts, RetryPolicy, Transport, catalog_endpoint)
+
+__all__ = ["FEATURES", "MAX_VERSION", "MIN_VERSION", "PlacementClient",
+           "RequestCounts", "RetryPolicy", "parse_version", "version_text"]
 
 #: Feature → (microversion, why virtdriver needs it).
 FEATURES: Mapping[str, tuple[tuple[int, int], str]] = {
@@ -79,8 +80,6 @@ NOAUTH_TOKEN = "admin"
 #: Behind keystonemiddleware the token's own roles replace the header.
 NOAUTH_ROLES = "admin,service"
 SERVICE_TYPE = "placement"
-_READS = frozenset({"GET", "HEAD"})
-_IN_USE = re.compile(r"Inventory for '([^']*)' on resource provider")
 
 
 def version_text(version: tuple[int, int]) -> str:
@@ -94,34 +93,6 @@ def parse_version(text: object) -> tuple[int, int] | None:
         return None
     match = re.fullmatch(r"(\d{1,4})\.(\d{1,4})", text)
     return (int(match[1]), int(match[2])) if match else None
-
-
-@dataclass(frozen=True)
-class RequestCounts:
-    """Requests sent, by method (attempts, answered or not)."""
-
-    by_method: Mapping[str, int]
-
-    @property
-    def reads(self) -> int:
-        return sum(n for m, n in self.by_method.items() if m in _READS)
-
-    @property
-    def writes(self) -> int:
-        return sum(n for m, n in self.by_method.items() if m not in _READS)
-
-    @property
-    def total(self) -> int:
-        return sum(self.by_method.values())
-
-    def __sub__(self, other: RequestCounts) -> RequestCounts:
-        diff = Counter(self.by_method)
-        diff.subtract(other.by_method)
-        return RequestCounts({m: n for m, n in diff.items() if n})
-
-    def __str__(self) -> str:
-        return f"{self.total} requests ({self.reads} reads, " \
-               f"{self.writes} writes)"
 
 
 class PlacementClient:
@@ -139,42 +110,59 @@ class PlacementClient:
         microversion: a version to start with (from the sync state);
             ``None`` negotiates on the first request.  A version the
             service refuses (406) is renegotiated once.
+        retry: how transient failures (5xx, a reset connection) are
+            retried per request (:class:`~.transport.RetryPolicy`; its
+            ``sleep`` is injectable).
     """
 
     def __init__(self, adapter: ks_adapter.Adapter, *,
                  endpoint_id: str | None = None,
-                 microversion: str | None = None) -> None:
+                 microversion: str | None = None,
+                 retry: RetryPolicy | None = None) -> None:
         self._adapter = adapter
         self._endpoint_id = endpoint_id
         self._version = parse_version(microversion) if microversion else None
-        self._counts: Counter[str] = Counter()
+        self._transport = Transport(adapter, where=self._where, retry=retry)
 
     @classmethod
     def from_url(cls, url: str, *, token: str = NOAUTH_TOKEN,
                  timeout: float = 30.0, requests_session: Any = None,
+                 session: ks_session.Session | None = None,
                  endpoint_id: str | None = None,
-                 microversion: str | None = None) -> PlacementClient:
+                 microversion: str | None = None,
+                 retry: RetryPolicy | None = None) -> PlacementClient:
         """A client for ``url`` with a fixed token (Placement's
-        ``noauth2`` takes ``admin``, sent with :data:`NOAUTH_ROLES`);
-        ``requests_session`` carries a custom transport (the in-process
-        embedded service)."""
-        session = ks_session.Session(
-            auth=token_endpoint.Token(url, token), timeout=timeout,
-            session=requests_session)
+        ``noauth2`` takes ``admin``, sent with :data:`NOAUTH_ROLES`).
+
+        ``session``: a keystoneauth1 session carrying the TLS and timeout
+        options (``[placement]`` ``cafile``, ``certfile``, ``keyfile``,
+        ``insecure``, ``timeout`` through
+        ``ks_loading.load_session_from_conf_options``); its auth plugin
+        becomes the fixed token.  Without it a session is made with
+        ``timeout`` and the system's CAs; ``requests_session`` carries a
+        custom transport (the in-process embedded service).
+        """
+        auth = token_endpoint.Token(url, token)
+        if session is None:
+            session = ks_session.Session(auth=auth, timeout=timeout,
+                                         session=requests_session)
+        else:
+            session.auth = auth
         roles = {"X-Roles": NOAUTH_ROLES} if token == NOAUTH_TOKEN else None
         return cls(ks_adapter.Adapter(
             session, service_type=SERVICE_TYPE, endpoint_override=url,
             connect_retries=0, status_code_retries=0, raise_exc=False,
             additional_headers=roles),
             endpoint_id=endpoint_id or url.rstrip("/"),
-            microversion=microversion)
+            microversion=microversion, retry=retry)
 
     @classmethod
     def from_session(cls, session: ks_session.Session, *,
                      endpoint_override: str | None = None,
                      interface: str | Iterable[str] = "public",
                      region_name: str | None = None,
-                     microversion: str | None = None) -> PlacementClient:
+                     microversion: str | None = None,
+                     retry: RetryPolicy | None = None) -> PlacementClient:
         """A client on a keystone-authenticated session: the placement
         endpoint from the catalog (``interface``, ``region_name``) unless
         ``endpoint_override`` names it."""
@@ -182,7 +170,7 @@ class PlacementClient:
             session, service_type=SERVICE_TYPE, interface=interface,
             region_name=region_name, endpoint_override=endpoint_override,
             connect_retries=0, status_code_retries=0, raise_exc=False),
-            microversion=microversion)
+            microversion=microversion, retry=retry)
 
     # -- identity, version, counts ---------------------------------------
 
@@ -191,23 +179,28 @@ class PlacementClient:
         """This service's identity for the sync state: the endpoint URL.
 
         Raises:
-            PlacementUnreachable: the catalog could not be read.
+            PlacementError: the catalog could not be read
+                (:func:`~.transport.catalog_endpoint`).
         """
         if self._endpoint_id is None:
-            try:
-                url = self._adapter.get_endpoint()
-            except ks_exc.ClientException as exc:
-                raise PlacementUnreachable(
-                    f"cannot find the placement endpoint in the service "
-                    f"catalog: {exc}; check the [placement] auth options or "
-                    "pass the endpoint URL") from None
-            self._endpoint_id = (url or "").rstrip("/")
+            url = catalog_endpoint(self._adapter, self._transport.retry)
+            if not url:
+                raise PlacementRequestError(
+                    "the service catalog has no placement endpoint for "
+                    "[placement] valid_interfaces and region_name; check "
+                    "them, or set endpoint_override")
+            self._endpoint_id = url.rstrip("/")
         return self._endpoint_id
 
     @property
     def counts(self) -> RequestCounts:
-        """Every request sent so far, by method."""
-        return RequestCounts(dict(self._counts))
+        """Every request sent so far, by method (each retry counted)."""
+        return RequestCounts(dict(self._transport.counts))
+
+    @property
+    def retried(self) -> int:
+        """Transient failures retried so far (:mod:`~.transport`)."""
+        return self._transport.retried
 
     @property
     def microversion(self) -> str:
@@ -280,54 +273,17 @@ class PlacementClient:
         try:
             return self._send(method, path, body=body, params=params,
                               version=version)
-        except _NotAcceptable:
+        except NotAcceptable:
             # The version came from a state file or the service was
             # downgraded: renegotiate once.
             self._version = None
             return self._send(method, path, body=body, params=params,
                               version=self.microversion)
 
-    def _send(self, method: str, path: str, *, body: Any = None,
-              params: Mapping[str, str] | None = None,
-              version: str | None) -> Any:
-        self._counts[method] += 1
-        kwargs: dict[str, Any] = {"headers": {"Accept": "application/json"},
-                                  "raise_exc": False}
-        if version is not None:
-            kwargs["microversion"] = version
-        if body is not None:
-            kwargs["json"] = body
-        if params:
-            kwargs["params"] = dict(params)
-        try:
-            response = self._adapter.request(path, method, **kwargs)
-        except (ks_exc.ConnectionError, ks_exc.EndpointNotFound,
-                ks_exc.DiscoveryFailure) as exc:
-            raise PlacementUnreachable(
-                f"{method} {path}: Placement at {self._where()} is not "
-                f"reachable ({_why(exc)}); start it or fix the URL, then "
-                "run again (a sync resumes where it stopped)",
-                method=method, path=path) from None
-        except ks_exc.ClientException as exc:   # keystone refused us
-            raise PlacementRequestError(
-                f"{method} {path}: keystoneauth could not authenticate or "
-                f"find Placement ({type(exc).__name__}: {exc}); check the "
-                "[placement] auth options", method=method, path=path) \
-                from None
-        if response.status_code == 406 and version is not None:
-            raise _NotAcceptable()
-        if response.status_code >= 400:
-            raise _error(method, path, response, self._where())
-        if not response.content:
-            return None
-        try:
-            return response.json()
-        except ValueError:
-            raise PlacementRequestError(
-                f"{method} {path}: Placement answered "
-                f"{response.status_code} with a body that is not JSON; "
-                "check that the URL is Placement's", method=method,
-                path=path, status=response.status_code) from None
+    def _send(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One request through the transport, its retries included (the
+        hook a test's subclass wraps)."""
+        return self._transport.send(method, path, **kwargs)
 
     def _where(self) -> str:
         return self._endpoint_id or "(catalog endpoint)"
@@ -348,6 +304,20 @@ class PlacementClient:
             payload["parent_provider_uuid"] = parent_uuid
         body = self.request("POST", "/resource_providers", body=payload)
         return _provider(body, "POST", "/resource_providers")
+
+    def get_provider(self, uuid: str) -> dict | None:
+        """``GET /resource_providers/{uuid}``; ``None`` if there is none."""
+        path = f"/resource_providers/{uuid}"
+        try:
+            body = self.request("GET", path)
+        except ProviderNotFound:
+            return None
+        return _provider(body, "GET", path)
+
+    def name_holder(self, name: str) -> dict | None:
+        """The provider named ``name`` (names are unique), or ``None``."""
+        found = self.list_providers(name=name)
+        return found[0] if found else None
 
     def update_provider(self, uuid: str, name: str,
                         parent_uuid: str | None) -> dict:
@@ -395,20 +365,6 @@ class PlacementClient:
 _PART_TYPES = {"inventories": dict, "traits": list, "aggregates": list}
 
 
-class _NotAcceptable(Exception):
-    """406: the microversion sent is not one the service offers."""
-
-
-def _why(exc: Exception) -> str:
-    """``Connection refused`` out of keystoneauth's long message."""
-    found = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", str(exc))
-    if found:
-        return found[1].strip()
-    if isinstance(exc, ks_exc.ConnectTimeout):
-        return "timed out"
-    return type(exc).__name__
-
-
 def _field(body: Any, name: str, kind: type, method: str, path: str) -> Any:
     value = body.get(name) if isinstance(body, dict) else None
     if not isinstance(value, kind) or isinstance(value, bool):
@@ -423,78 +379,3 @@ def _provider(body: Any, method: str, path: str) -> dict:
     """A provider object with its generation, as POST/PUT return it."""
     _field(body, "generation", int, method, path)
     return body
-
-
-#: What Placement's trait handler says when it lost the race above.
-_TRAIT_RACE = "concurrently updated the resource provider"
-
-
-def _error(method: str, path: str, response: Any,
-           where: str) -> PlacementError:
-    """The exception for one 4xx/5xx answer."""
-    status = response.status_code
-    code, detail = _describe(response)
-    said = f"{method} {path}: Placement answered {status}"
-    said += f" {code}" if code and code != "placement.undefined_code" else ""
-    said += f": {detail}" if detail else ""
-    kwargs = {"method": method, "path": path, "status": status,
-              "code": code, "detail": detail}
-    if (status == 500 and method == "PUT" and path.endswith("/traits")
-            and _TRAIT_RACE in detail):
-        # Placement 16's trait handler checks the generation, then bumps
-        # it in a second statement; a writer in between makes it fail
-        # with a 500 that is a generation conflict (rolled back, nothing
-        # changed), as the inventory and aggregate handlers answer 409.
-        return GenerationConflict(
-            f"{said}; another writer changed the provider between "
-            "Placement's generation check and its write — re-read it and "
-            "retry", **kwargs)
-    if status >= 500:
-        return PlacementServerError(
-            f"{said}; Placement at {where} has a problem of its own (see "
-            "its log) — nothing was changed by this request, the next sync "
-            "catches up", **kwargs)
-    if status == 409 and code == "placement.concurrent_update":
-        return GenerationConflict(
-            f"{said}; another writer changed the provider — re-read it and "
-            "retry", **kwargs)
-    if status == 409 and code == "placement.inventory.inuse":
-        match = _IN_USE.search(detail)
-        classes = tuple(c.strip() for c in match[1].split(",")) \
-            if match else ()
-        provider = path.split("/")[2] if path.count("/") >= 2 else ""
-        return InventoryInUse(
-            f"{said}; allocations use that inventory — move them first "
-            "(the reshaper) or keep the inventory", provider=provider,
-            resource_classes=classes, **kwargs)
-    if status == 409 and code in ("placement.resource_provider.inuse",
-                                  "placement.resource_provider."
-                                  "cannot_delete_parent"):
-        return ProviderInUse(f"{said}; remove its allocations or children "
-                             "first", **kwargs)
-    if status == 409 and code == "placement.duplicate_name":
-        return DuplicateProvider(
-            f"{said}; another provider already has that name or uuid — "
-            "delete or rename it", **kwargs)
-    if status == 404 and path.startswith("/resource_providers/"):
-        return ProviderNotFound(f"{said}; the provider is gone", **kwargs)
-    if status == 400 and ("No such trait" in detail
-                          or "No such resource class" in detail):
-        return UnknownName(
-            f"{said}; create the CUSTOM_ name first, or upgrade Placement "
-            "if a standard name is missing (its os-traits / "
-            "os-resource-classes is older)", **kwargs)
-    return PlacementRequestError(f"{said}; check the request", **kwargs)
-
-
-def _describe(response: Any) -> tuple[str | None, str]:
-    """Placement's error code and detail, boilerplate stripped."""
-    try:
-        errors = response.json().get("errors") or [{}]
-        first = errors[0] if isinstance(errors[0], dict) else {}
-    except (ValueError, AttributeError, IndexError, TypeError):
-        return None, (response.text or "").strip()[:300]
-    detail = str(first.get("detail") or first.get("title") or "")
-    # webob's "The server could not comply…\n\n <the reason>" form.
-    detail = detail.split("\n\n", 1)[-1]
-    return first.get("code"), " ".join(detail.split())[:500]

@@ -3,8 +3,11 @@
 Every message is one line: what failed (method, path, provider, resource
 class), Placement's own words, then what to do.  The sync tells the
 classes apart to decide: :class:`GenerationConflict` is retried,
-:class:`PlacementUnavailable` (unreachable or 5xx) makes the sync
-*pending*, the others fail one provider and are reported.
+:class:`PlacementUnavailable` (unreachable, 5xx — Placement's or
+keystone's) makes the sync *pending*, :class:`PlacementTLSError` stops it
+as failed (a setting to fix), the others fail one provider and are
+reported.  Transient failures were already retried by the transport
+(:mod:`~.transport`) before any of these reaches the sync.
 """
 
 from __future__ import annotations
@@ -47,6 +50,17 @@ class PlacementServerError(PlacementUnavailable):
     """Placement answered 5xx."""
 
 
+class KeystoneUnavailable(PlacementUnavailable):
+    """Keystone answered 5xx while the session fetched a token: the
+    environment is failing, the credentials were not judged."""
+
+
+class PlacementTLSError(PlacementError):
+    """The TLS handshake failed (a certificate that cannot be verified,
+    a client certificate wanted): a configuration problem, not an outage,
+    so the sync stops and reports it rather than waiting for it."""
+
+
 class PlacementRequestError(PlacementError):
     """Placement refused the request (4xx) for a reason below or another."""
 
@@ -85,6 +99,25 @@ class ProviderInUse(PlacementRequestError):
 class DuplicateProvider(PlacementRequestError):
     """409 ``placement.duplicate_name``: another provider has that name
     (or uuid)."""
+
+
+class ProviderMoved(PlacementRequestError):
+    """Our provider (its uuid is ours) is in Placement under another
+    tree, and this Placement cannot move it back (re-parenting needs
+    microversion 1.37).
+
+    Attributes:
+        provider: the provider's uuid.
+        parent_uuid, root_uuid: where Placement has it.
+    """
+
+    def __init__(self, message: str, *, provider: str,
+                 parent_uuid: str | None, root_uuid: str | None,
+                 **kwargs) -> None:
+        super().__init__(message, **kwargs)
+        self.provider = provider
+        self.parent_uuid = parent_uuid
+        self.root_uuid = root_uuid
 
 
 class ProviderNotFound(PlacementRequestError):

@@ -23,9 +23,12 @@ ownership callable and the sync state, and, in this order:
 A generation conflict (409) re-reads only that provider, recomputes and
 retries, ``attempts`` times in all with jittered exponential backoff; then
 that provider fails with a clear error and the others still sync.
-Placement unreachable or failing (5xx) stops the sync: the result is
+Placement unreachable or failing (5xx, after the client's own retries of
+a transient failure, :mod:`~.transport`) stops the sync: the result is
 *pending*, what was done is recorded, nothing is retried in a loop — the
-next call catches up.  ``docs/placement.md`` has the whole story.
+next call catches up.  A TLS failure stops it as failed.  Our provider
+found under another tree (re-parented by someone) is recognised by its
+uuid and moved back.  ``docs/placement.md`` has the whole story.
 """
 
 from __future__ import annotations
@@ -42,11 +45,12 @@ from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.placement.client import PlacementClient
 from virtdriver.placement.deletions import Deletions
 from virtdriver.placement.errors import (
-    GenerationConflict, InventoryInUse, PlacementError,
-    PlacementRequestError, PlacementUnavailable, ProviderNotFound,
-    UnknownName)
+    DuplicateProvider, GenerationConflict, InventoryInUse, PlacementError,
+    PlacementRequestError, PlacementTLSError, PlacementUnavailable,
+    ProviderNotFound, UnknownName)
 from virtdriver.placement.plan import (
     ProviderPlan, custom_names, inventory_from_placement, plan_provider)
+from virtdriver.placement.moves import Moves
 from virtdriver.placement.reshape import Reshaper, in_use_message
 from virtdriver.placement.reshape_plan import PlacementOf
 from virtdriver.placement.result import OutcomeBuilder, SyncResult
@@ -227,6 +231,11 @@ class _Run:
         roots = list(dict.fromkeys(p.root_uuid for p in managed))
         listed = self._list(roots)
         state.microversion = self.client.negotiated or state.microversion
+        self.moves = Moves(self.client, dry_run=self.dry_run,
+                           notes=self.notes)
+        listed, stuck = self.moves.restore_roots(
+            roots, managed, listed, self._outcome, self._list)
+        managed = [p for p in managed if p.root_uuid not in stuck]
         # Inventory that allocations use moves first, in one request per
         # tree; a tree that cannot be reshaped is held: left untouched.
         reshaped = Reshaper(
@@ -288,13 +297,22 @@ class _Run:
                               f"{desired.parent_uuid} is not in Placement")
                 return
             if listed is None:
-                current, baseline = self._create(desired, outcome), None
-                fresh = True
-            else:
+                retried = self.client.retried
+                try:
+                    current, baseline = self._create(desired, outcome), None
+                    fresh = True
+                except DuplicateProvider:
+                    # Not in our tree's listing, yet Placement has it.
+                    listed = self.moves.elsewhere(desired)
+                    if (self.client.retried > retried
+                            and listed.parent_uuid == desired.parent_uuid):
+                        # Our first POST landed; its answer was lost.
+                        outcome.fields["created"] = True
+            if listed is not None:
                 current, baseline, fresh = self._current(listed)
-                current = self._move(desired, current, outcome)
+                current = self.moves.move(desired, current, outcome)
             self._converge(desired, current, baseline, outcome, fresh)
-        except PlacementUnavailable:
+        except (PlacementUnavailable, PlacementTLSError):
             raise
         except _GiveUp as exc:
             self.state.providers.pop(desired.uuid, None)
@@ -366,32 +384,6 @@ class _Run:
         return Known(listed.uuid, listed.name, listed.parent_uuid,
                      listed.root_uuid, generations.pop(), inventory,
                      traits, aggregates)
-
-    def _move(self, desired: ProviderData, current: Known,
-              outcome: OutcomeBuilder) -> Known:
-        """Rename or re-parent the provider if Placement has it otherwise."""
-        if (current.name == desired.name
-                and current.parent_uuid == desired.parent_uuid):
-            return current
-        if (current.parent_uuid != desired.parent_uuid
-                and not self.client.has("reparent")):
-            raise PlacementRequestError(
-                f"its parent in Placement is {current.parent_uuid}, the "
-                f"tree's is {desired.parent_uuid}, and Placement "
-                f"{self.client.microversion} cannot re-parent (needs 1.37); "
-                "delete the provider in Placement and sync again")
-        if current.name != desired.name:
-            outcome.fields["renamed_from"] = current.name
-        if current.parent_uuid != desired.parent_uuid:
-            outcome.fields["reparented_from"] = current.parent_uuid or ""
-        if self.dry_run:
-            return current
-        body = self.client.update_provider(desired.uuid, desired.name,
-                                           desired.parent_uuid)
-        return dataclasses.replace(
-            current, name=desired.name, parent_uuid=desired.parent_uuid,
-            root_uuid=body.get("root_provider_uuid") or current.root_uuid,
-            generation=body["generation"])
 
     def _converge(self, desired: ProviderData, current: Known,
                   baseline: Known | None, outcome: OutcomeBuilder,

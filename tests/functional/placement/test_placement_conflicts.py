@@ -9,7 +9,7 @@ from __future__ import annotations
 import os_traits
 
 from placement_helpers import Api, assert_placement_equals
-from virtdriver.placement.client import PlacementClient
+from virtdriver.placement.client import PlacementClient, RetryPolicy
 from virtdriver.placement.embedded import IN_PROCESS_URL, WSGITransport
 from virtdriver.placement.state import SyncState
 from virtdriver.placement.sync import DEFAULT_ATTEMPTS, sync
@@ -132,15 +132,21 @@ def test_a_placement_answering_5xx_leaves_the_sync_pending(host):
     import requests
     session = requests.Session()
     session.mount(IN_PROCESS_URL, WSGITransport(failing))
-    client = PlacementClient.from_url(IN_PROCESS_URL,
-                                      requests_session=session)
+    delays = []
+    client = PlacementClient.from_url(
+        IN_PROCESS_URL, requests_session=session,
+        retry=RetryPolicy(sleep=delays.append))
     state = SyncState()
 
     result = sync(host.tree, client, owned_for=host.owned, state=state)
 
     assert result.pending and "503" in result.reason
     assert "database is down" in result.reason
-    assert calls == ["/", "/resource_providers"]
+    # The failing request was retried a bounded number of times (a
+    # transient 5xx), then the sync stopped at it.
+    attempts = RetryPolicy().attempts
+    assert calls == ["/"] + ["/resource_providers"] * attempts
+    assert len(delays) == attempts - 1
     assert state.providers == {}
 
 
