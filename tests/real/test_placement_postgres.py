@@ -3,7 +3,7 @@
 Where one machine is not enough (issue 11): a real PostgreSQL (the
 session's throw-away cluster), the real ``openstack-placement`` on it as
 two loopback workers with a thread per request (a cloud runs several;
-agents are spread over them), 4 agent processes of 250 ironic nodes each
+agents are spread over them), 4 agent processes of 100 ironic nodes each
 (driver → resource tracker → sync, each with its own state directory),
 and a writer process editing traits on random providers meanwhile — see
 ``placement_agents.py``.  The agents run 3 cycles; once the writer is
@@ -13,8 +13,10 @@ on a sample) and asserts: every node present with the right inventories,
 no foreign trait lost, every owned trait right, no 5xx, conflicts
 counted, steady state at one read.
 
-The run takes ~25 s of this 2-core machine (the initial 3,000 writes
-dominate); the module shares one run between its tests.
+The initial 1,200 writes dominate the run; the module shares one run
+between its tests.  100 nodes an agent (250 until the suite had to fit 2
+minutes) are still 4 agents creating at once while the writer races them;
+the scale of one agent's sync is the benchmarks' question.
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ from virtdriver.placement.embedded import PlacementServer
 pytestmark = pytest.mark.real
 
 AGENTS = 4
-NODES = 250
+NODES = 100
 CYCLES = 3
-EDITS = 200
+EDITS = 120
 #: Placement workers (processes) on the one database.
 WORKERS = 2
 #: Seconds the whole run may take (agents, writer, final cycles): a
@@ -282,5 +284,5 @@ def test_the_initial_sync_is_minimal_and_the_steady_state_one_read(outcome):
             2 * NODES + 3 + 2 * retried
         assert first["requests"]["GET"] <= 2 + 3 * retried
         # After the writer stopped: one cycle re-reads what it touched,
-        # the next is one read for all 250 roots.
+        # the next is one read for all 100 roots.
         assert later[-1]["requests"] == {"GET": 1}
