@@ -131,8 +131,21 @@ def placement_client(conf: cfg.ConfigOpts) -> PlacementClient | None:
     if not configured(conf):
         return None
     group = conf[GROUP]
+    _no_userinfo(group.endpoint_override)
     return PlacementClient.from_url(group.endpoint_override,
                                     timeout=group.timeout)
+
+
+def _no_userinfo(url: str | None) -> None:
+    """Refuse an ``endpoint_override`` with a user name or password in it:
+    it would be printed and recorded (the keystone options carry
+    credentials)."""
+    if url and "@" in url:
+        raise ConfigError([
+            f"{option_name(GROUP, 'endpoint_override')} = "
+            f"***@{url.rpartition('@')[2]} carries a user name or password; "
+            f"remove it, and give keystone credentials as the [{GROUP}] auth "
+            f"options (auth_type, username, password; see {DOCS})"])
 
 
 def placement_adapter(conf: cfg.ConfigOpts) -> ks_adapter.Adapter:
@@ -145,6 +158,7 @@ def placement_adapter(conf: cfg.ConfigOpts) -> ks_adapter.Adapter:
             missing, a bad ``valid_interfaces`` or version combination.
     """
     group = conf[GROUP]
+    _no_userinfo(group.endpoint_override)
     try:
         auth = ks_loading.load_auth_from_conf_options(conf, GROUP)
         session = ks_loading.load_session_from_conf_options(

@@ -36,6 +36,7 @@ from virtdriver.placement.errors import (
     MicroversionUnsupported, PlacementError, PlacementRequestError,
     PlacementServerError, PlacementUnreachable, ProviderInUse,
     ProviderNotFound, UnknownName)
+from virtdriver.redact import redact_userinfo
 
 #: Feature → (microversion, why virtdriver needs it).
 FEATURES: Mapping[str, tuple[tuple[int, int], str]] = {
@@ -166,7 +167,7 @@ class PlacementClient:
             session, service_type=SERVICE_TYPE, endpoint_override=url,
             connect_retries=0, status_code_retries=0, raise_exc=False,
             additional_headers=roles),
-            endpoint_id=endpoint_id or url.rstrip("/"),
+            endpoint_id=redact_userinfo(endpoint_id or url.rstrip("/")),
             microversion=microversion)
 
     @classmethod
@@ -201,7 +202,7 @@ class PlacementClient:
                     f"cannot find the placement endpoint in the service "
                     f"catalog: {exc}; check the [placement] auth options or "
                     "pass the endpoint URL") from None
-            self._endpoint_id = (url or "").rstrip("/")
+            self._endpoint_id = redact_userinfo((url or "").rstrip("/"))
         return self._endpoint_id
 
     @property
