@@ -57,7 +57,7 @@ from virtdriver.resource_tracker.provider import (
     check_aggregates, check_generation, check_name, check_traits, check_uuid)
 from virtdriver.resource_tracker.state_file import write_atomically
 from virtdriver.resource_tracker.tracker import LOCK_FILE
-from virtdriver.state_dir import read_state_file
+from virtdriver.state_dir import UnsafeStateError, read_state_file
 
 LOG = logging.getLogger(__name__)
 
@@ -315,6 +315,8 @@ class SyncStateFile:
             doc = json.loads(text)
         except OSError as exc:
             return self._ignored(f"cannot read it: {exc.strerror}")
+        except UnsafeStateError:
+            raise                   # refused, not ignored: a planted file
         except UnicodeDecodeError as exc:
             return self._ignored(f"not UTF-8 (byte {exc.start})")
         except (ValueError, RecursionError) as exc:
