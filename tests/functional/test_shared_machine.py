@@ -10,6 +10,7 @@ import contextlib
 import os
 import stat
 import sys
+import threading
 
 import pytest
 
@@ -240,10 +241,28 @@ def test_a_state_file_others_may_write_is_refused_naming_its_mode(tmp_path):
 def test_a_fifo_as_a_state_file_is_refused_without_hanging(tmp_path):
     state = tmp_path / "state"
     state.mkdir()
-    os.mkfifo(state / "ledger-fake.json")
+    fifo = state / "ledger-fake.json"
+    os.mkfifo(fifo)
+    outcome: list[BaseException | None] = []
 
-    with pytest.raises(UnsafeStateError, match="is not a regular file"):
-        tracker(state).update_all()
+    def update():
+        try:
+            tracker(state).update_all()
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            outcome.append(exc)
+
+    worker = threading.Thread(target=update, daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    if worker.is_alive():       # blocked opening the FIFO: unblock, fail
+        with open(fifo, "w"):
+            pass
+        worker.join(timeout=60)
+        pytest.fail("reading a FIFO state file blocked")
+    [error] = outcome
+    assert isinstance(error, UnsafeStateError), error
+    assert "is not a regular file" in str(error)
 
 
 def test_state_files_are_written_0600_under_umask_000(tmp_path):
