@@ -385,7 +385,7 @@ def _pid_file_locked(pid_file: Path) -> bool:
     a file drops this process's own POSIX locks on it, libvirt's included.
     """
     try:
-        fd = os.open(pid_file, os.O_RDWR | os.O_CLOEXEC)
+        fd = os.open(pid_file, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return False  # absent (a fresh root), or libvirt will say what is
     try:
