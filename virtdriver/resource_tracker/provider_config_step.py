@@ -128,7 +128,7 @@ class ProviderConfigStep:
                         compute_nodes=[root_uuid], scope=scope)
         except ProviderConfigError as exc:
             self._refuse(str(exc))
-            return record, False
+            return record, self._hold(tree, scope, owned, record, None)
         apply_plan(tree, done)
         for uuid in scope:
             gone = (set(record.provider(uuid).traits)

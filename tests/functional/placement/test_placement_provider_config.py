@@ -73,9 +73,9 @@ def test_a_deleted_entry_leaves_placement_across_separate_runs(
     assert "CUSTOM_RACK_7" not in api.traits(root)
 
 
-def _separate_run(config, state, client):
+def _separate_run(config, state, client, host="small"):
     """One `virtdriver sync` run: a new tracker with a tree built afresh."""
-    driver = FakeDriver("small")
+    driver = FakeDriver(host)
     driver.init_host("compute-1")
     tracker = ResourceTracker(driver, state_dir=state,
                               provider_config=config)
@@ -141,3 +141,26 @@ def test_a_refused_file_removes_nothing_in_a_separate_run(tmp_path, client,
     refused = [r for r in caplog.records if r.levelname == "ERROR"
                and "bad.yaml" in r.getMessage()]
     assert len(refused) == 1, [r.getMessage() for r in refused]
+
+
+def test_an_entry_refused_when_planned_removes_nothing_in_a_separate_run(
+        tmp_path, client, api, caplog):
+    """Refused when planned (a resource class the driver reports on the
+    cell), not when read: the traits the files applied before stay too."""
+    config = tmp_path / "provider_config"
+    config.mkdir()
+    (config / "site.yaml").write_text(HEAD + RACK)
+    state = tmp_path / "state"
+    root = _separate_run(config, state, client, "numa2-ht").tree.roots[0].uuid
+    (config / "site.yaml").write_text(HEAD + RACK + """\
+  - identification: {name: fake-numa2-ht_NUMA0}
+    inventories:
+      additional:
+        - CUSTOM_MEM_PAGE_SIZE_2048: {total: 1}
+""")
+
+    _separate_run(config, state, client, "numa2-ht")
+
+    assert "CUSTOM_RACK_7" in api.traits(root)
+    assert any("the driver reports" in r.getMessage()
+               for r in caplog.records if r.levelname == "ERROR")
