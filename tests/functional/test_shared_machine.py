@@ -363,3 +363,24 @@ def test_a_client_never_records_a_url_password():
 
     client = PlacementClient.from_url("http://u:s3cret@127.0.0.1:9")
     assert client.endpoint == "http://***@127.0.0.1:9"
+
+
+# -- the libvirt embed root ---------------------------------------------------
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="qemu.conf is root's case")
+def test_the_embed_root_is_created_private_and_its_qemu_conf_not_linked(
+        tmp_path, monkeypatch, victim):
+    from virtdriver.drivers.libvirt import connection
+
+    monkeypatch.setattr(connection, "_qemu_user_can_use_kvm", lambda: False)
+    root = tmp_path / "state" / "embed"
+    with umask(0):
+        connection.prepare_embed_root(root)
+    assert mode(root) == mode(root / "etc") == 0o755
+    assert mode(root / "etc" / "qemu.conf") == 0o644
+
+    planted = tmp_path / "other" / "embed"
+    (planted / "etc").mkdir(parents=True)
+    (planted / "etc" / "qemu.conf").symlink_to(victim)
+    connection.prepare_embed_root(planted)
+    assert victim.read_text() == VICTIM_TEXT
