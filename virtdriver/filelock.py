@@ -9,7 +9,12 @@ code that takes it again.
 
 The lock file itself is never deleted (deleting it would let two processes
 lock two different files of the same name); it holds only the holder's
-description, which is informative and never trusted for anything else.
+description, which is informative and never trusted for anything else
+(credentials in URLs redacted).  The machine may be shared: the lock file
+is opened without following a symbolic link, created ``0600``, refused if
+it is not a private regular file of its own (one link) or its directory
+is not private (:mod:`virtdriver.state_dir`), and never truncated — the
+holder writes its description over the first line.
 """
 
 from __future__ import annotations
@@ -23,6 +28,10 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+
+from virtdriver.redact import redact_userinfo
+from virtdriver.state_dir import (
+    UnsafeStateError, check_private, check_regular, make_dirs, not_followed)
 
 #: How long a second process waits for the lock by default, in seconds.
 DEFAULT_TIMEOUT = 30.0
@@ -65,9 +74,11 @@ class LockError(Exception):
 
 
 def describe_self() -> str:
-    """``pid 123 (virtdriver report --format json)``: this process."""
-    command = " ".join(os.path.basename(a) if i == 0 else a
-                       for i, a in enumerate(sys.argv)) or "python"
+    """``pid 123 (virtdriver report --format json)``: this process (a
+    URL's ``user:password@`` redacted)."""
+    command = redact_userinfo(" ".join(
+        os.path.basename(a) if i == 0 else a
+        for i, a in enumerate(sys.argv))) or "python"
     if len(command) > 200:
         command = command[:197] + "..."
     return f"pid {os.getpid()} ({command})"
@@ -76,10 +87,18 @@ def describe_self() -> str:
 def read_holder(path: pathlib.Path) -> str:
     """What the current holder of ``path`` wrote, or ``""``."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | os.O_CLOEXEC)
     except OSError:
         return ""
-    return text.strip().splitlines()[0][:300] if text.strip() else ""
+    try:
+        text = os.pread(fd, 1024, 0).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    # Only the first line is the holder's: the file is never truncated.
+    return text.split("\n", 1)[0].strip()[:300]
 
 
 @contextlib.contextmanager
@@ -96,6 +115,8 @@ def exclusive_lock(path: str | os.PathLike[str], *, purpose: str,
     Raises:
         LockTimeout: another holder kept it for ``timeout`` seconds.
         LockError: the lock file cannot be opened.
+        UnsafeStateError: the lock file is a link, not a regular file of
+            one link, or it or its directory is not private.
     """
     path = pathlib.Path(path)
     key = os.path.abspath(path)
@@ -132,7 +153,7 @@ def exclusive_lock(path: str | os.PathLike[str], *, purpose: str,
                 with _held_lock:
                     _held.pop(key, None)
                 with contextlib.suppress(OSError):
-                    os.ftruncate(fd, 0)
+                    os.pwrite(fd, b"\n", 0)   # no holder now
         finally:
             os.close(fd)  # releases the flock
     finally:
@@ -141,10 +162,27 @@ def exclusive_lock(path: str | os.PathLike[str], *, purpose: str,
 
 def _open(path: pathlib.Path, purpose: str) -> int:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        make_dirs(path.parent)
+        check_private(path.parent, path.parent.stat(),
+                      "the lock file's directory")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
+                     | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise not_followed(path, "the lock file") from None
         raise LockError(path, purpose, exc) from None
+    try:
+        info = os.fstat(fd)
+        check_regular(path, info, "the lock file")
+        if info.st_nlink != 1:
+            raise UnsafeStateError(
+                path, f"the lock file {path} has {info.st_nlink} hard "
+                "links; virtdriver writes into it, so it must be a file of "
+                "its own", "remove it (a new one is made) and run again")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _flock(fd: int, path: pathlib.Path, purpose: str, deadline: float,
@@ -166,5 +204,4 @@ def _flock(fd: int, path: pathlib.Path, purpose: str, deadline: float,
 def _write_holder(fd: int) -> None:
     text = f"{describe_self()} since {time.strftime('%Y-%m-%dT%H:%M:%S')}\n"
     with contextlib.suppress(OSError):
-        os.ftruncate(fd, 0)
         os.pwrite(fd, text.encode("utf-8", "replace"), 0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid as uuidlib
 
+import os_traits
 import pytest
 
 from virtdriver import cli
@@ -140,3 +141,20 @@ def test_an_edited_claims_file_is_a_clear_error(tmp_path, host, capsys):
     assert cli.main(["claims", *host]) == 2
     err = capsys.readouterr().err
     assert str(claims) in err and "pinning" in err
+
+
+def test_rebuild_check_without_allocations_refuses_a_forbidden_host_trait(
+        tmp_path, host, capsys):
+    """The host has COMPUTE_NODE; an instance document without allocations
+    (as `claim` takes it) must not let an image forbidding it pass."""
+    inst = write(tmp_path, "i.json", instance_doc())
+    image = write(tmp_path, "new.json", {"properties": {
+        f"trait:{os_traits.COMPUTE_NODE}": "forbidden"}})
+
+    assert cli.main(["rebuild-check", "--instance", inst, "--image", image,
+                     *host]) == 1
+
+    [conflict] = json.loads(capsys.readouterr().out)["conflicts"]
+    assert conflict["kind"] == "traits"
+    assert conflict["unverified"]["forbidden"] == [os_traits.COMPUTE_NODE]
+    assert "the instance holds no allocations" in conflict["message"]

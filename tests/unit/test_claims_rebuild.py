@@ -196,6 +196,25 @@ def test_forbidden_image_traits_present_are_refused(providers):
     assert f"'cn1' ({ROOT})" in conflict.message and GOLD in conflict.message
 
 
+def test_a_forbidden_trait_without_allocations_cannot_be_verified(
+        providers):
+    """The host has GOLD; an instance document without allocations (a
+    claimed instance) must not let an image forbidding it through."""
+    vm = instance(allocations={})
+
+    (conflict,) = rebuild_conflicts(vm, {f"trait:{GOLD}": "forbidden"},
+                                    providers)
+
+    assert conflict.kind == "traits"
+    assert conflict.details["unverified"] == {"required": [],
+                                              "forbidden": [GOLD]}
+    assert conflict.message.startswith(
+        f"cannot verify that the instance's providers lack {GOLD} "
+        f"(trait:{GOLD}='forbidden'): the instance holds no allocations")
+    with pytest.raises(RebuildRefused):
+        check_rebuild(vm, {f"trait:{GOLD}": "forbidden"}, providers)
+
+
 def test_forbidden_traits_on_an_unallocated_sibling_do_not_matter(providers):
     vm = instance()
     assert rebuild_conflicts(vm, {f"trait:{FAST}": "forbidden"},

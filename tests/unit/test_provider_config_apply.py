@@ -439,3 +439,38 @@ def test_scoped_plans_leave_unmatched_entries_to_unmatched(tmp_path):
     assert unmatched(load_directory(run.dir), run.tree) == [
         f"{path}:3 (providers[0]): name 'cn9' matches no provider in the "
         "tree; ignored until one appears"]
+
+
+def test_hold_puts_back_what_the_record_lists_on_a_tree_built_afresh(
+        tmp_path):
+    """The files cannot be used (refused, directory missing): a fresh tree
+    gets back what the record lists — nothing more, nothing removed, the
+    record unchanged — and never a name the driver owns or a class it
+    reports."""
+    from virtdriver.provider_config import hold
+
+    cycles = Cycles(tmp_path)
+    cycles.write("site.yaml", entry(
+        "{name: cn1}", ["CUSTOM_RACK_7", "CUSTOM_OWNED_NOW"],
+        {"CUSTOM_FPGA": "{total: 2}", "CUSTOM_REPORTED": "{total: 1}"}))
+    cycles.cycle()
+    fresh = make_tree()
+    fresh.update_traits("cn1", [os_traits.COMPUTE_NODE, "CUSTOM_FOREIGN"])
+    fresh.update_inventory("cn1", {orc.VCPU: {"total": 8},
+                                   "CUSTOM_REPORTED": {"total": 5}})
+    scope = fresh.get_provider_uuids_in_tree("cn1")
+
+    kept = hold(fresh.snapshot(), cycles.record, scope,
+                ownership=Ownership(frozenset({"CUSTOM_OWNED_NOW"})),
+                owned_classes=reported_classes(fresh, scope, cycles.record))
+    apply_plan(fresh, kept)
+
+    assert kept.record is cycles.record
+    assert {t for t in fresh.data("cn1").traits if t.startswith("CUSTOM_")
+            } == {"CUSTOM_RACK_7", "CUSTOM_FOREIGN"}
+    inventory = fresh.data("cn1").inventory
+    assert inventory["CUSTOM_FPGA"].total == 2
+    assert inventory["CUSTOM_REPORTED"].total == 5       # the driver's
+    assert hold(fresh.snapshot(), cycles.record, scope,
+                ownership=Ownership(frozenset({"CUSTOM_OWNED_NOW"})),
+                owned_classes={"CUSTOM_REPORTED"}).empty

@@ -44,11 +44,19 @@ def test_yaml_and_yml_files_in_name_order_others_ignored(tmp_path):
     assert config.directory == str(tmp_path) and config.warnings == ()
 
 
-def test_missing_directory_is_no_configuration_with_a_warning(tmp_path):
+def test_missing_directory_is_marked_missing_with_a_warning(tmp_path):
     config = load_directory(tmp_path / "none")
     assert config.entries == () and config.files == ()
-    assert config.warnings == (f"{tmp_path / 'none'}: no such directory; "
-                               "no provider config files",)
+    assert config.missing
+    assert config.warnings == (
+        f"{tmp_path / 'none'}: no such directory; no provider config file "
+        "is read, and what the files applied before stays until it exists "
+        "(an empty directory removes it)",)
+
+
+def test_an_empty_directory_is_not_missing(tmp_path):
+    config = load_directory(tmp_path)
+    assert not config.missing and config.warnings == ()
 
 
 def test_a_file_instead_of_a_directory_is_refused(tmp_path):

@@ -90,3 +90,11 @@ def test_error_examples_are_the_codes_messages(tmp_path, index, old, new):
     with pytest.raises(ProviderConfigError) as info:
         load_directory(tmp_path)
     assert str(info.value).replace(str(tmp_path), SHOWN_DIR) == shown
+
+
+def test_the_missing_directory_warning_is_the_codes(tmp_path):
+    shown = blocks("log")[0].splitlines()[0]
+    missing = tmp_path / "provider_confg"
+    [warning] = load_directory(missing).warnings
+    assert f"provider config: {warning}".replace(
+        str(missing), "/etc/virtdriver/provider_confg") == shown

@@ -15,7 +15,9 @@ cannot be used that way (an empty list means it can):
    the instance holds allocations against nor on their trees' roots (an
    unallocated sibling does not count); a trait it forbids is on one of
    them; the flavor forbids (requires) a trait the image requires
-   (forbids); or a provider's traits cannot be known ("cannot verify").
+   (forbids); or a provider's traits cannot be known ("cannot verify"),
+   as when the instance holds no allocations at all (a required trait is
+   then missing, a forbidden one unverifiable).
    The image's traits are its explicit ``trait:`` properties and those its
    other properties imply (``hw_disk_bus=ide`` →
    ``COMPUTE_STORAGE_BUS_IDE``, :mod:`virtdriver.claims.image_traits`),
@@ -350,6 +352,8 @@ def _provider_conflicts(instance: Instance, required: frozenset[str],
              "implied_by": {t: implied_by[t] for t in named},
              "providers": {u: {"name": known[u].name, "role": roles[u],
                                "present": t} for u, t in present.items()}}))
+    if forbidden and not instance.allocations:
+        conflicts.append(_no_allocations(sorted(forbidden), implied_by))
     for uuid in unknown:
         if not (missing or forbidden):
             break
@@ -363,6 +367,20 @@ def _provider_conflicts(instance: Instance, required: frozenset[str],
             {"provider": uuid, "role": roles[uuid], "unverified": {
                 "required": missing, "forbidden": sorted(forbidden)}}))
     return conflicts
+
+
+def _no_allocations(forbidden: list[str], implied_by: Mapping[str, str]
+                    ) -> Conflict:
+    """A forbidden trait cannot be checked on no provider at all."""
+    listed = ", ".join(f"{t} ({implied_by[t]})" for t in forbidden)
+    return Conflict(TRAITS, (
+        f"cannot verify that the instance's providers lack {listed}: the "
+        "instance holds no allocations, so which providers it runs on is "
+        "not known; give the allocations it holds (\"allocations\" in the "
+        "instance document, or its consumer's in Placement with "
+        "--placement-url)"),
+        {"provider": None, "role": "no allocations", "unverified": {
+            "required": [], "forbidden": forbidden}})
 
 
 def provider_lookup(providers: Providers

@@ -4,7 +4,8 @@ A ``report`` option that the chosen driver does not read (``--inventory``
 with the fake driver, ``--uri`` with ironic), or a combination that cannot
 both apply (``--snapshot`` with ``--uri``), is an error rather than a no-op.
 Config *files* are not checked this way: one file may serve many drivers.
-``--placement-url`` must be an http(s) URL with a host.
+``--placement-url`` must be an http(s) URL with a host and no user name
+or password (keystone options carry credentials).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from virtdriver.cli.errors import CommandError
 from virtdriver.conf.overrides import COMMAND_LINE_OPTIONS, flag
 from virtdriver.conf.reader import option_name
+from virtdriver.redact import has_userinfo, redact_userinfo
 
 #: ``report`` options only some drivers read: dest -> those drivers.
 #: Any other driver (an out-of-tree one) is given the options only.
@@ -59,6 +61,15 @@ def placement_url(url: str) -> str:
     """``url`` without a trailing ``/`` if it is an http(s) URL with a
     host and nothing after the path; else :class:`CommandError`."""
     example = "give Placement's endpoint, e.g. http://placement.example:8778"
+    if "@" in url:
+        shown = (redact_userinfo(url) if has_userinfo(url)
+                 else "***@" + url.rpartition("@")[2])
+        raise CommandError(
+            f"--placement-url {shown!r} carries a user name "
+            "or password, which virtdriver neither sends nor records; give "
+            "the URL without it, and keystone credentials as the [placement] "
+            "auth options of a --config-file (auth_type, auth_url, "
+            "username, password; docs/configuration.md)")
     try:
         parts = urllib.parse.urlsplit(url)
         parts.port  # noqa: B018 (a port that is not a number raises)

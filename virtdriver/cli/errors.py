@@ -71,6 +71,7 @@ KNOWN_NAMES = (
     ("virtdriver.drivers.libvirt.connection", "LibvirtConnectionError"),
     ("virtdriver.filelock", "LockTimeout"),
     ("virtdriver.filelock", "LockError"),
+    ("virtdriver.state_dir", "StateDirError"),
     ("virtdriver.claims.documents", "InvalidDocument"),
     ("virtdriver.resource_tracker.claims_file", "ClaimsFileError"),
     ("virtdriver.claims.rebuild", "ProviderDocumentError"),

@@ -132,11 +132,24 @@ def placement_client(conf: cfg.ConfigOpts) -> PlacementClient | None:
         return PlacementClient(placement_adapter(conf))
     if not configured(conf):
         return None
+    _no_userinfo(conf[GROUP].endpoint_override)
     # The session options (cafile, certfile, keyfile, insecure, timeout…)
     # apply with the noauth2 token as with keystone.
     session = ks_loading.load_session_from_conf_options(conf, GROUP)
     return PlacementClient.from_url(conf[GROUP].endpoint_override,
                                     session=session)
+
+
+def _no_userinfo(url: str | None) -> None:
+    """Refuse an ``endpoint_override`` with a user name or password in it:
+    it would be printed and recorded (the keystone options carry
+    credentials)."""
+    if url and "@" in url:
+        raise ConfigError([
+            f"{option_name(GROUP, 'endpoint_override')} = "
+            f"***@{url.rpartition('@')[2]} carries a user name or password; "
+            f"remove it, and give keystone credentials as the [{GROUP}] auth "
+            f"options (auth_type, username, password; see {DOCS})"])
 
 
 def placement_adapter(conf: cfg.ConfigOpts) -> ks_adapter.Adapter:
@@ -149,6 +162,7 @@ def placement_adapter(conf: cfg.ConfigOpts) -> ks_adapter.Adapter:
             missing, a bad ``valid_interfaces`` or version combination.
     """
     group = conf[GROUP]
+    _no_userinfo(group.endpoint_override)
     try:
         auth = ks_loading.load_auth_from_conf_options(conf, GROUP)
         session = ks_loading.load_session_from_conf_options(

@@ -34,6 +34,7 @@ from virtdriver.placement.errors import (
     MicroversionUnsupported, PlacementRequestError, ProviderNotFound)
 from virtdriver.placement.transport import (
     NotAcceptable, RequestCounts, RetryPolicy, Transport, catalog_endpoint)
+from virtdriver.redact import redact_userinfo
 
 __all__ = ["FEATURES", "MAX_VERSION", "MIN_VERSION", "PlacementClient",
            "RequestCounts", "RetryPolicy", "parse_version", "version_text"]
@@ -153,7 +154,7 @@ class PlacementClient:
             session, service_type=SERVICE_TYPE, endpoint_override=url,
             connect_retries=0, status_code_retries=0, raise_exc=False,
             additional_headers=roles),
-            endpoint_id=endpoint_id or url.rstrip("/"),
+            endpoint_id=redact_userinfo(endpoint_id or url.rstrip("/")),
             microversion=microversion, retry=retry)
 
     @classmethod
@@ -189,7 +190,7 @@ class PlacementClient:
                     "the service catalog has no placement endpoint for "
                     "[placement] valid_interfaces and region_name; check "
                     "them, or set endpoint_override")
-            self._endpoint_id = url.rstrip("/")
+            self._endpoint_id = redact_userinfo(url.rstrip("/"))
         return self._endpoint_id
 
     @property

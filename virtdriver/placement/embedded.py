@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import io
 import os
 import pathlib
@@ -91,8 +92,7 @@ def build_app(db: str | os.PathLike[str]) -> Callable:
             f"process serves one database — use a PlacementServer (a child "
             f"process) for {url}")
     if url.startswith("sqlite:///"):
-        pathlib.Path(url.removeprefix("sqlite:///")).parent.mkdir(
-            parents=True, exist_ok=True)
+        private_database(pathlib.Path(url.removeprefix("sqlite:///")))
     with warnings.catch_warnings():
         # webob (Placement's) imports cgi, deprecated in Python 3.11.
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -109,6 +109,58 @@ def build_app(db: str | os.PathLike[str]) -> Callable:
             "program's") from exc
     _configured = url
     return app
+
+
+def private_database(path: pathlib.Path) -> None:
+    """Make the SQLite file ``path`` (and its journals) ``0600``: created
+    empty with that mode if missing (SQLite gives its ``-journal``,
+    ``-wal`` and ``-shm`` files the database's mode), tightened if older.
+
+    Raises:
+        EmbeddedError: ``path`` is a symbolic link, not a regular file, or
+            another user could write it; or it cannot be created.
+    """
+    from virtdriver.state_dir import make_dirs
+
+    try:
+        make_dirs(path.parent)
+    except OSError as exc:
+        raise EmbeddedError(f"cannot create {path.parent}: "
+                            f"{exc.strerror or exc}") from None
+    _private_file(path, os.O_CREAT)
+    for suffix in ("-journal", "-wal", "-shm"):
+        _private_file(pathlib.Path(f"{path}{suffix}"), 0)
+
+
+def _private_file(path: pathlib.Path, create: int) -> None:
+    """Open ``path`` without following a link (creating it ``0600`` if
+    ``create``), check it is private and make it ``0600``; a missing
+    file that is not created is left missing."""
+    from virtdriver.state_dir import (
+        UnsafeStateError, check_regular, not_followed)
+
+    what = "the Placement database"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | os.O_CLOEXEC | create, 0o600)
+    except FileNotFoundError:
+        if create:
+            raise EmbeddedError(f"cannot create {what} {path}: no such "
+                                "directory") from None
+        return
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise EmbeddedError(str(not_followed(path, what))) from None
+        raise EmbeddedError(
+            f"cannot open {what} {path}: {exc.strerror or exc}; make the "
+            "state directory writable or use another one") from None
+    try:
+        check_regular(path, os.fstat(fd), what)
+        os.fchmod(fd, 0o600)
+    except UnsafeStateError as exc:
+        raise EmbeddedError(str(exc)) from None
+    finally:
+        os.close(fd)
 
 
 class WSGITransport:

@@ -25,8 +25,8 @@ refuses a filter naming a trait it does not know; then one
 returned), a forbidden one is left out of the filter.
 
 * **Placement allows** the rebuild when every provider the instance holds
-  allocations against is returned for its tree — and, if a trait is
-  required, the instance holds at least one allocation.  A provider
+  allocations against is returned for its tree — and the instance holds
+  at least one allocation.  A provider
   Placement does not have is never returned.
 * **The rule allows** it when ``rebuild_conflicts`` reports no provider
   trait conflict (a required trait missing, a forbidden one present, or
@@ -284,8 +284,9 @@ def placement_answer(client: PlacementClient, instance: Instance,
         client, list(dict.fromkeys(root_of.values())), required, forbidden)
     passes = {u: root in returned and u in returned[root]
               for u, root in root_of.items()}
+    # No allocation: no provider to pass, whatever the traits asked.
     placement_ok = (all(passes.get(u, False) for u in allocations)
-                    and bool(allocations or not required))
+                    and bool(allocations))
     rule_ok = rule_allows(conflicts)
     mismatched = []
     for uuid, info in infos.items():

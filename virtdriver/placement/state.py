@@ -30,7 +30,9 @@ fails its checksum (hand-edited, truncated) or holds one bad value is
 *ignored* (the sync reads what it needs from Placement and writes a good
 file); :attr:`SyncState.note` says why.  The checksum catches edits and
 corruption, not a forger who recomputes it; such a file is still only
-believed for providers whose generation matches Placement's.
+believed for providers whose generation matches Placement's.  A file that
+is a symbolic link or writable by other users is refused
+(:class:`~virtdriver.state_dir.UnsafeStateError`), like every state file.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from virtdriver.resource_tracker.provider import (
     check_aggregates, check_generation, check_name, check_traits, check_uuid)
 from virtdriver.resource_tracker.state_file import write_atomically
 from virtdriver.resource_tracker.tracker import LOCK_FILE
+from virtdriver.state_dir import UnsafeStateError, read_state_file
 
 LOG = logging.getLogger(__name__)
 
@@ -292,7 +295,7 @@ class SyncStateFile:
 
     def _read(self) -> SyncState:
         try:
-            info = self.path.stat()
+            info = self.path.lstat()   # a link is refused when read
         except FileNotFoundError:
             self._signature = None
             return SyncState(self._state.endpoint if self._state else None)
@@ -301,17 +304,19 @@ class SyncStateFile:
         signature = _signature(info)
         if signature == self._signature and self._state is not None:
             return self._state
-        if not stat.S_ISREG(info.st_mode):
+        if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
             return self._ignored("not a regular file")
         if info.st_size > MAX_BYTES:
             return self._ignored(f"{info.st_size} bytes, over the limit of "
                                  f"{MAX_BYTES}")
         try:
-            raw = self.path.read_bytes()
+            raw = read_state_file(self.path) or b""
             text = raw.decode("utf-8")
             doc = json.loads(text)
         except OSError as exc:
             return self._ignored(f"cannot read it: {exc.strerror}")
+        except UnsafeStateError:
+            raise                   # refused, not ignored: a planted file
         except UnicodeDecodeError as exc:
             return self._ignored(f"not UTF-8 (byte {exc.start})")
         except (ValueError, RecursionError) as exc:

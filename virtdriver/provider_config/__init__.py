@@ -16,7 +16,8 @@ has the rules and a worked example.
 """
 
 from virtdriver.provider_config.apply import (
-    Plan, ProviderChanges, apply_plan, plan, reported_classes, unmatched)
+    Plan, ProviderChanges, apply_plan, hold, plan, reported_classes,
+    unmatched)
 from virtdriver.provider_config.directory import (
     DEFAULT_LOCATION, check_ownership, check_unique, config_files,
     directory_signature, load_directory)
@@ -33,7 +34,7 @@ __all__ = [
     "ProviderConfig", "ProviderConfigError", "ProviderEntry",
     "ProviderRecord", "RecordError", "RecordFile", "Source", "apply_plan",
     "check_ownership", "check_unique", "config_files", "directory_signature",
-    "load_directory", "parse_file", "plan", "record_path",
+    "hold", "load_directory", "parse_file", "plan", "record_path",
     "reported_classes", "unmatched"]
 
 

@@ -20,6 +20,10 @@ changes nothing; :func:`apply_plan` writes a plan into a tree.  The rules
   name the driver does not own, the provider still has it, and, for an
   inventory, it still has exactly the values virtdriver set.  Anything
   else is left in place and said so (:attr:`Plan.kept`).
+* **Hold.** When the files cannot be used — one is refused, or the
+  directory does not exist — :func:`hold` keeps every provider with what
+  the record says the files applied: nothing is added beyond it, nothing
+  removed.
 """
 
 from __future__ import annotations
@@ -177,6 +181,37 @@ def plan(config: ProviderConfig, tree: TreeReader, record: AppliedRecord, *,
             changes[uuid] = change
     return Plan(MappingProxyType(changes), record.updated(updates),
                 tuple(kept), tuple(warnings))
+
+
+def hold(tree: TreeReader, record: AppliedRecord, scope: Iterable[str], *,
+         ownership: Ownership = _NOTHING, owned_classes: Iterable[str] = ()
+         ) -> Plan:
+    """What keeps the providers ``scope`` as the files last left them,
+    when the files cannot be used (a file refused, the directory missing):
+    each trait and inventory ``record`` lists for a provider is put back
+    where the tree lacks it (a tree built afresh never had it), nothing is
+    removed, and the record stays as it is.  Only valid ``CUSTOM_`` names
+    the driver neither owns nor reports, as for a removal.  Pure."""
+    owned_classes = frozenset(owned_classes)
+    changes: dict[str, ProviderChanges] = {}
+    for uuid in dict.fromkeys(scope):
+        if uuid not in record or not tree.exists(uuid):
+            continue
+        current, recorded = tree.data(uuid), record.provider(uuid)
+        add = frozenset(
+            trait for trait in recorded.traits
+            if trait not in current.traits and _removable(trait, False)
+            and not ownership.owns(trait))
+        put = {rc: applied.inventory
+               for rc, applied in recorded.inventories.items()
+               if rc not in current.inventory and applied.inventory
+               is not None and _removable(rc, True)
+               and rc not in owned_classes}
+        change = ProviderChanges(uuid, current.name, add,
+                                 set_inventories=MappingProxyType(put))
+        if not change.empty:
+            changes[uuid] = change
+    return Plan(MappingProxyType(changes), record)
 
 
 def apply_plan(tree: ProviderTree, plan: Plan) -> None:

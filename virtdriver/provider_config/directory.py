@@ -4,7 +4,8 @@ together, and tell cheaply whether any changed.
 ``[compute] provider_config_location`` names the directory.  Its files
 ending in ``.yaml`` or ``.yml`` (not hidden ones, not in subdirectories)
 are read in name order; one bad file refuses the whole directory, so a
-half-read configuration is never applied — and never removes anything.
+half-read configuration is never applied — and never removes anything;
+nor does a directory that does not exist.
 """
 
 from __future__ import annotations
@@ -55,8 +56,10 @@ def config_files(directory: pathlib.Path | str) -> list[pathlib.Path]:
 def load_directory(directory: pathlib.Path | str) -> ProviderConfig:
     """Read and check every provider config file in ``directory``.
 
-    A missing directory is no configuration (and a warning): whatever the
-    files applied before is then removed, as if each file were deleted.
+    A missing directory gives a configuration with ``missing`` set (a
+    typo in the option, an unmounted disk): it applies nothing and, unlike
+    an empty directory, removes nothing (the tracker keeps what the files
+    applied before until the directory exists again).
 
     Raises:
         ProviderConfigError: a file is refused (:func:`.schema.parse_file`),
@@ -67,8 +70,10 @@ def load_directory(directory: pathlib.Path | str) -> ProviderConfig:
     files = config_files(directory)
     warnings: list[str] = []
     if not files and not directory.exists():
-        warnings.append(f"{directory}: no such directory; no provider "
-                        "config files")
+        return ProviderConfig(str(directory), warnings=(
+            f"{directory}: no such directory; no provider config file is "
+            "read, and what the files applied before stays until it "
+            "exists (an empty directory removes it)",), missing=True)
     entries: list[ProviderEntry] = []
     if files:  # the schema, and YAML with it, only for files to read
         from virtdriver.provider_config.schema import parse_file

@@ -142,12 +142,16 @@ class ProviderConfig:
             two identify the same provider the same way.
         warnings: one line each: entries ignored, newer minor schema
             versions, a missing directory.
+        missing: the directory does not exist — not "no configuration"
+            (an empty directory is that): what the files applied before
+            is kept until it exists again (``docs/provider-config.md``).
     """
 
     directory: str | None = None
     files: tuple[str, ...] = ()
     entries: tuple[ProviderEntry, ...] = ()
     warnings: tuple[str, ...] = ()
+    missing: bool = False
     #: The entries by ``uuid`` and by ``name`` (the first of each), and
     #: the ``$COMPUTE_NODE`` one: O(1) lookups for each provider planned.
     by_uuid: Mapping[str, ProviderEntry] = field(

@@ -7,8 +7,13 @@ add and what deleted entries remove (:mod:`virtdriver.provider_config`),
 applies it to the tree and carries the new applied record, which the
 tracker saves with the ledger.  A bad file, or an entry naming what the
 driver owns, applies nothing and removes nothing that cycle (logged at
-``ERROR``, and kept in :attr:`ProviderConfigStep.problem`); the driver's
-update goes ahead.
+``ERROR`` once, and kept in :attr:`ProviderConfigStep.problem`); nor does
+a directory that does not exist (a ``WARNING`` naming it, once per
+provider whose record it holds).  Either way the providers keep what the
+record says the files applied (:func:`~virtdriver.provider_config.hold`),
+also in a tree built afresh; the driver's update goes ahead.  After
+every node, :meth:`ProviderConfigStep.warn_unmatched` warns once about
+each entry that matches no provider.
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ import pathlib
 
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.provider_config import (
-    AppliedRecord, ProviderConfig, ProviderConfigError, RecordFile,
-    apply_plan, directory_signature, load_directory, plan, reported_classes)
+    DEFAULT_LOCATION, AppliedRecord, ProviderConfig, ProviderConfigError,
+    RecordFile, apply_plan, directory_signature, hold, load_directory, plan,
+    reported_classes, unmatched)
 from virtdriver.resource_tracker.provider_tree import ProviderTree
 
 LOG = logging.getLogger("virtdriver.resource_tracker.tracker")
@@ -49,6 +55,10 @@ class ProviderConfigStep:
         # a sync confirmed them gone from Placement (a tree built afresh
         # never had them, so no diff says they went).
         self._released: dict[str, set[str]] = {}
+        # What was logged already, so each problem is said once.
+        self._said_problem: str | None = None
+        self._said_held: set[str] = set()
+        self._said_unmatched: frozenset[str] = frozenset()
 
     @property
     def enabled(self) -> bool:
@@ -106,8 +116,10 @@ class ProviderConfigStep:
         ``scope``); return the record after it, and whether the files
         left the node alone: nothing changed or logged, no problem."""
         config = self._load()
-        if config is None:
-            return record, self.location is None
+        if self.location is None:
+            return record, True
+        if config is None or config.missing:
+            return record, self._hold(tree, scope, owned, record, config)
         try:
             # The live tree, not a snapshot: the caller holds its lock,
             # and a snapshot would make the next write copy the index.
@@ -116,7 +128,7 @@ class ProviderConfigStep:
                         compute_nodes=[root_uuid], scope=scope)
         except ProviderConfigError as exc:
             self._refuse(str(exc))
-            return record, False
+            return record, self._hold(tree, scope, owned, record, None)
         apply_plan(tree, done)
         for uuid in scope:
             gone = (set(record.provider(uuid).traits)
@@ -132,6 +144,38 @@ class ProviderConfigStep:
             for uuid in scope)
         return done.record, quiet
 
+    def warn_unmatched(self, tree: ProviderTree) -> None:
+        """Warn about each entry of the files that matches no provider in
+        ``tree`` (call after every node's update; each is said once)."""
+        config = self._config if self.problem is None else None
+        if self.location is None or config is None or config.missing:
+            return
+        lines = frozenset(unmatched(config, tree))
+        for line in sorted(lines - self._said_unmatched):
+            LOG.warning("provider config: %s", line)
+        self._said_unmatched = lines
+
+    def _hold(self, tree: ProviderTree, scope: list[str], owned: Ownership,
+              record: AppliedRecord, config: ProviderConfig | None) -> bool:
+        """Keep the node's providers as the record says (the files cannot
+        be used); whether that changed nothing."""
+        kept = hold(tree, record, scope, ownership=owned,
+                    owned_classes=reported_classes(tree, scope, record))
+        apply_plan(tree, kept)
+        if config is not None:     # the directory is missing
+            for uuid in scope:
+                names = sorted({*record.provider(uuid).traits,
+                                *record.provider(uuid).inventories})
+                if names and uuid not in self._said_held:
+                    self._said_held.add(uuid)
+                    LOG.warning(
+                        "provider config: %s: no such directory; %r keeps "
+                        "%s, which the files applied, until it exists "
+                        "again (create it empty to remove them)",
+                        self.location, tree.data(uuid).name,
+                        ", ".join(names))
+        return config is not None and kept.empty
+
     def _load(self) -> ProviderConfig | None:
         if self.location is None:
             return None
@@ -146,7 +190,11 @@ class ProviderConfigStep:
             self._config, self._signature = None, None
             self._refuse(str(exc))
             return None
-        if self.location.is_dir():   # a missing directory: quietly none
+        self._said_problem = None
+        if not self._config.missing:
+            self._said_held.clear()
+        if not self._config.missing or not _is_default(self.location):
+            # The default directory missing is the usual "none used".
             for warning in self._config.warnings:
                 LOG.warning("provider config: %s", warning)
         self._signature, self.problem = now, None
@@ -154,5 +202,11 @@ class ProviderConfigStep:
 
     def _refuse(self, problem: str) -> None:
         self.problem = problem
-        LOG.error("provider config files not applied, nothing they set was "
-                  "changed: %s", problem)
+        if problem != self._said_problem:   # once, not at every read
+            self._said_problem = problem
+            LOG.error("provider config files not applied, nothing they set "
+                      "was changed: %s", problem)
+
+
+def _is_default(location: pathlib.Path) -> bool:
+    return location == pathlib.Path(DEFAULT_LOCATION)

@@ -4,9 +4,13 @@ re-read only when another process changed them.
 Every file in a state directory (the trait ledger, the claims) is written
 the same way (:func:`write_atomically`): a temporary file in the same
 directory, flushed and fsynced, ``os.replace``d over the old one, then the
-directory fsynced.  :func:`signature` identifies a version of a file
-cheaply (one ``stat``), so a long-lived tracker re-parses a file only
-after another process saved it.
+directory fsynced; the temporary file is created ``0600`` and exclusively
+(never through a link), and missing directories private
+(:func:`virtdriver.state_dir.make_dirs`).  A state file is read without
+following a symbolic link and refused if another user could have written
+it (:func:`virtdriver.state_dir.read_state_file`).  :func:`signature`
+identifies a version of a file cheaply (one ``stat``), so a long-lived
+tracker re-parses a file only after another process saved it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import pathlib
 import tempfile
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
+
+from virtdriver.state_dir import make_dirs, read_state_file
 
 #: Builds a state file kind's own error: ``(path, problem, remedy)``;
 #: ``remedy`` ``None`` means the kind's usual advice.
@@ -32,11 +38,14 @@ def read_json(path: pathlib.Path, error: ErrorFactory) -> Any | None:
 
     Raises:
         error(...): not readable, not UTF-8, not JSON, or nested too deep.
+        UnsafeStateError: a link, not a regular file, or writable by other
+            users (:func:`~virtdriver.state_dir.read_state_file`).
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
+        raw = read_state_file(path)
+        if raw is None:
+            return None
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise error(path, f"not UTF-8 text ({exc})", None) from None
     except OSError as exc:
@@ -78,7 +87,7 @@ def write_atomically(path: pathlib.Path, text: str) -> None:
     """
     temp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(path.parent)
         fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

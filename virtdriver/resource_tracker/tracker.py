@@ -213,6 +213,7 @@ class ResourceTracker:
                                      marks)
                 results.update(self._remove_gone(
                     set(nodes), ledger, managed, changes))
+                self.provider_config.warn_unmatched(self.tree)
                 self.provider_config.save_record(applied[0].without(
                     uuid for uuid, kept in changes.items()
                     if kept is None and not self.tree.exists(uuid)))

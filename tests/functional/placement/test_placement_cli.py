@@ -9,6 +9,7 @@ import json
 import os
 import pathlib
 import socket
+import stat
 import subprocess
 import sys
 import textwrap
@@ -411,6 +412,10 @@ def test_the_embedded_default_needs_nothing_running(tmp_path,
     assert first["sync"]["requests"]["writes"] == expected_writes(
         expected_tree(tmp_path))
     assert (state / "placement.sqlite").stat().st_size > 0
+    # Private like every state file (the machine may be shared).
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in state.iterdir()
+            if p.name.startswith("placement")} == {
+        "placement.sqlite": 0o600, "placement-sync.json": 0o600}
     assert (state / "placement-sync.json").exists()
     assert (state / "ledger-fake.json").exists()
 

@@ -381,3 +381,20 @@ def test_placement_holding_no_allocation_refuses_a_required_trait(client,
     assert "the instance holds no allocations" in conflicts[0].message
     assert answer.allocations_from == "placement" and not answer.allocations
     assert not answer.placement_allowed and answer.agrees
+
+
+def test_placement_holding_no_allocation_cannot_verify_a_forbidden_trait(
+        client, tree):
+    """The consumer has no allocations in Placement: a trait the image
+    forbids cannot be shown absent, so the check refuses (and Placement's
+    own answer, with no provider to pass, agrees)."""
+    (conflicts, answer), _ = check(
+        client, instance_doc(str(uuidlib.uuid4())),
+        new_image(**{"trait:CUSTOM_GOLD": "forbidden"}))
+
+    (conflict,) = conflicts
+    assert conflict.details["unverified"]["forbidden"] == ["CUSTOM_GOLD"]
+    assert "the instance holds no allocations" in conflict.message
+    assert answer.allocations_from == "placement" and not answer.allocations
+    assert not answer.placement_allowed and not answer.rule_allowed
+    assert answer.agrees

@@ -43,7 +43,8 @@ import libvirt
 
 from virtdriver import filelock
 # Re-exported: callers have always found state_dir() here.
-from virtdriver.state_dir import StateDirError, state_dir
+from virtdriver.state_dir import (
+    StateDirError, UnsafeStateError, make_dirs, state_dir)
 
 
 SYSTEM_URI = "qemu:///system"
@@ -158,6 +159,8 @@ def open_connection(uri: str | None = None, *,
     if driver and binary:
         try:
             root = state_dir() / "embed"
+        except UnsafeStateError:
+            raise               # bad input (2), not an unreachable libvirt
         except StateDirError as exc:
             raise LibvirtConnectionError(
                 "qemu:///embed", exc.problem, exc.hint) from exc
@@ -382,7 +385,7 @@ def _pid_file_locked(pid_file: Path) -> bool:
     a file drops this process's own POSIX locks on it, libvirt's included.
     """
     try:
-        fd = os.open(pid_file, os.O_RDWR | os.O_CLOEXEC)
+        fd = os.open(pid_file, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return False  # absent (a fresh root), or libvirt will say what is
     try:
@@ -454,11 +457,16 @@ group = "root"
 def prepare_embed_root(root: Path) -> None:
     """Create the embed root; write its qemu.conf when KVM needs it."""
     conf = root / "etc" / "qemu.conf"
-    if conf.exists() or os.geteuid() != 0 or _qemu_user_can_use_kvm():
-        root.mkdir(parents=True, exist_ok=True)
+    if (os.path.lexists(conf) or os.geteuid() != 0
+            or _qemu_user_can_use_kvm()):
+        make_dirs(root)
         return
-    conf.parent.mkdir(parents=True, exist_ok=True)
-    conf.write_text(QEMU_CONF_AS_ROOT.format(user=QEMU_USER))
+    make_dirs(conf.parent)
+    # Created, never opened through a link or over another file.
+    fd = os.open(conf, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                 | os.O_CLOEXEC, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as stream:
+        stream.write(QEMU_CONF_AS_ROOT.format(user=QEMU_USER))
 
 
 def _qemu_user_can_use_kvm(device: str = "/dev/kvm") -> bool:
