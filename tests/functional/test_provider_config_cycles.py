@@ -15,7 +15,7 @@ import pytest
 
 from virtdriver.drivers.fake import FakeDriver
 from virtdriver.provider_config import ProviderConfigError, RecordFile
-from virtdriver.resource_tracker.inventory import Inventory
+from virtdriver.providers.inventory import Inventory
 from virtdriver.resource_tracker.tracker import ResourceTracker
 
 NODE = "fake-numa2-ht"

@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 
 from virtdriver.frozen import frozen_builder
-from virtdriver.resource_tracker.inventory import Inventory
-from virtdriver.resource_tracker.provider import ProviderData, make_record
+from virtdriver.providers.inventory import Inventory
+from virtdriver.providers.record import ProviderData, make_record
 
 UUID = "12345678-1234-1234-1234-123456789012"
 

@@ -12,7 +12,7 @@ from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.provider_config import (
     Applied, AppliedRecord, ProviderConfigError, ProviderRecord, apply_plan,
     load_directory, plan, reported_classes, unmatched)
-from virtdriver.resource_tracker.inventory import Inventory
+from virtdriver.providers.inventory import Inventory
 from virtdriver.resource_tracker.provider_tree import ProviderTree
 
 CN1 = "c0000000-0000-4000-8000-000000000001"

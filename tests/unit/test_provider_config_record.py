@@ -14,7 +14,7 @@ from virtdriver.provider_config import (
     Applied, AppliedRecord, ProviderRecord, RecordError, RecordFile,
     record_path)
 from virtdriver.provider_config.record import FORMAT
-from virtdriver.resource_tracker.inventory import Inventory
+from virtdriver.providers.inventory import Inventory
 
 UUID = "c0000000-0000-4000-8000-000000000001"
 OTHER = "c0000000-0000-4000-8000-000000000002"

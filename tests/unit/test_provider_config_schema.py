@@ -11,7 +11,7 @@ import pytest
 
 from virtdriver.provider_config import (
     EVERY_COMPUTE_NODE, ProviderConfigError, parse_file)
-from virtdriver.resource_tracker.inventory import Inventory
+from virtdriver.providers.inventory import Inventory
 
 UUID = "5213b75d-9260-42a6-b236-f39b0fd10561"
 

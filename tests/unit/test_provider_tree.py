@@ -10,7 +10,7 @@ import os_resource_classes as orc
 import os_traits
 import pytest
 
-from virtdriver.resource_tracker.inventory import MAX_INT, Inventory
+from virtdriver.providers.inventory import MAX_INT, Inventory
 from virtdriver.resource_tracker.provider_tree import (
     InvalidProvider, ProviderExists, ProviderNotFound, ProviderTree,
     ProviderTreeError, TreeSnapshot, diff)

@@ -17,12 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from virtdriver.resource_tracker import errors, provider, provider_tree
-from virtdriver.resource_tracker.inventory import (
+from virtdriver.providers import errors
+from virtdriver.providers import record as record_module
+from virtdriver.providers.inventory import (
     MAX_INT, Inventory, _make, fast_inventory, validate_inventory)
-from virtdriver.resource_tracker.provider import (
+from virtdriver.providers.record import (
     ProviderData, check_aggregates, check_traits, fast_aggregates,
     fast_traits, make_record)
+from virtdriver.resource_tracker import provider_tree
 from virtdriver.resource_tracker.provider_tree import (
     InvalidProvider, ProviderTree)
 
@@ -205,7 +207,7 @@ def test_valid_writes_never_build_a_label(monkeypatch):
     def no_label(*_):
         raise AssertionError("a label was built for a valid write")
 
-    for module in (errors, provider, provider_tree):
+    for module in (errors, record_module, provider_tree):
         monkeypatch.setattr(module, "describe", no_label)
     tree = ProviderTree()
     root = tree.new_root("cn", "a1b2c3d4-0000-4000-8000-0000000000aa",

@@ -85,7 +85,7 @@ from virtdriver.placement.reshape_plan import (
     in_use, moving_consumers, plan_reshape)
 from virtdriver.placement.result import OutcomeBuilder
 from virtdriver.placement.state import Listed, SyncState
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.snapshot import TreeReader
 
 LOG = logging.getLogger(__name__)

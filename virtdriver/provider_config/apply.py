@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import os_traits
 
@@ -36,11 +37,13 @@ from virtdriver.provider_config.model import (
     Identification, ProviderConfig, ProviderConfigError, ProviderEntry)
 from virtdriver.provider_config.record import (
     Applied, AppliedRecord, ProviderRecord)
-from virtdriver.resource_tracker.inventory import (
+from virtdriver.providers.inventory import (
     Inventory, invalid_resource_class_reason)
-from virtdriver.resource_tracker.provider import ProviderData
-from virtdriver.resource_tracker.provider_tree import ProviderTree
-from virtdriver.resource_tracker.snapshot import TreeReader
+from virtdriver.providers.record import ProviderData
+
+if TYPE_CHECKING:  # annotations only: the tracker imports this package
+    from virtdriver.resource_tracker.provider_tree import ProviderTree
+    from virtdriver.resource_tracker.snapshot import TreeReader
 
 _EMPTY: Mapping = MappingProxyType({})
 _NOTHING = Ownership(frozenset())

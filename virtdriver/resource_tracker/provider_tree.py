@@ -28,12 +28,12 @@ from uuid import uuid4
 
 from virtdriver.drivers.identity import child_uuid
 from virtdriver.resource_tracker import tree_json
-from virtdriver.resource_tracker.errors import (
+from virtdriver.providers.errors import (
     InvalidProvider, ProviderExists, ProviderNotFound, ProviderTreeError,
     describe)
-from virtdriver.resource_tracker.inventory import (
+from virtdriver.providers.inventory import (
     Inventory, fast_inventory, validate_inventory)
-from virtdriver.resource_tracker.provider import (
+from virtdriver.providers.record import (
     MAX_NAME_LENGTH, UUID_MATCH, ProviderData, check_aggregates,
     check_generation, check_name, check_traits, check_uuid, fast_aggregates,
     fast_traits, make_record)

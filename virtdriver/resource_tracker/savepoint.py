@@ -17,8 +17,8 @@ never the tree's size.
 
 from __future__ import annotations
 
-from virtdriver.resource_tracker.errors import ProviderNotFound
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.errors import ProviderNotFound
+from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.provider_index import (
     MISSING, NAME, STAMP, UUID, children_before, preorder)
 

@@ -12,9 +12,9 @@ import contextlib
 from collections.abc import Iterable, Mapping
 
 from virtdriver.resource_tracker import tree_json
-from virtdriver.resource_tracker.inventory import (
+from virtdriver.providers.inventory import (
     Inventory, fast_inventory, validate_inventory)
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.provider_index import ProviderIndex
 
 

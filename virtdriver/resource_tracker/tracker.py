@@ -48,7 +48,7 @@ from virtdriver.resource_tracker.instance_claims import (
     all_claims, check_rebuild_claim, claim_instance, provider_usages,
     release_instance)
 from virtdriver.resource_tracker.ledger import Ledger, LedgerFile
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.provider_config_step import (
     ProviderConfigStep)
 from virtdriver.resource_tracker import fast_path

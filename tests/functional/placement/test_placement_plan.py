@@ -14,8 +14,8 @@ from virtdriver.placement.result import ProviderOutcome, SyncResult
 from virtdriver.placement.plan import (
     deletion_order, inventory_from_placement, plan_provider, same_inventory)
 from virtdriver.placement.state import Known
-from virtdriver.resource_tracker.inventory import Inventory
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.inventory import Inventory
+from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.tree_diff import ProviderDiff, TreeDiff
 
 RP = "c0000000-0000-4000-8000-000000000001"

@@ -25,8 +25,8 @@ import os_traits
 
 from virtdriver.capabilities.traits.names import invalid_reason
 from virtdriver.frozen import frozen_builder
-from virtdriver.resource_tracker.errors import InvalidProvider, describe
-from virtdriver.resource_tracker.inventory import Inventory
+from virtdriver.providers.errors import InvalidProvider, describe
+from virtdriver.providers.inventory import Inventory
 
 #: Placement's limit on a provider name.
 MAX_NAME_LENGTH = 200
@@ -50,7 +50,7 @@ class ProviderData:
     The fields Nova's ``ProviderData`` has (``uuid``, ``name``,
     ``generation``, ``parent_uuid``, ``inventory``, ``traits``,
     ``aggregates``) plus ``root_uuid``.  ``inventory`` maps resource class to
-    :class:`~virtdriver.resource_tracker.inventory.Inventory`; ``traits`` and
+    :class:`~virtdriver.providers.inventory.Inventory`; ``traits`` and
     ``aggregates`` are frozensets.
     """
 

@@ -26,7 +26,7 @@ from types import MappingProxyType
 import os_resource_classes
 
 from virtdriver.frozen import frozen_builder
-from virtdriver.resource_tracker.errors import InvalidProvider
+from virtdriver.providers.errors import InvalidProvider
 
 #: Placement's largest integer amount (a signed 32-bit column).
 MAX_INT = 2**31 - 1
