@@ -159,7 +159,7 @@ def plan(config: ProviderConfig, tree: TreeReader, record: AppliedRecord, *,
         providers = tree.providers()
         warnings = unmatched(config, tree)
     else:
-        providers = [tree.data(uuid) for uuid in dict.fromkeys(scope)
+        providers = [tree.record(uuid) for uuid in dict.fromkeys(scope)
                      if tree.exists(uuid)]
         warnings = []
     targets = _targets(config, providers, compute_nodes)
@@ -191,7 +191,7 @@ def apply_plan(tree: ProviderTree, plan: Plan) -> None:
             providers changed before it stay changed (restore a snapshot).
     """
     for uuid, change in plan.changes.items():
-        current = tree.data(uuid)
+        current = tree.record(uuid)
         if change.add_traits or change.remove_traits:
             tree.update_traits(uuid, change.traits_after(current.traits))
         if change.set_inventories or change.remove_inventories:
@@ -209,7 +209,7 @@ def reported_classes(tree: TreeReader, uuids: Iterable[str],
     for uuid in uuids:
         if tree.exists(uuid):
             applied = record.provider(uuid).inventories
-            found.update(rc for rc in tree.data(uuid).inventory
+            found.update(rc for rc in tree.record(uuid).inventory
                          if rc not in applied)
     return frozenset(found)
 
@@ -259,7 +259,7 @@ def _find(tree: TreeReader, ident: Identification) -> str | None:
     key = ident.uuid if ident.uuid is not None else ident.name
     if key is None or not tree.exists(key):
         return None
-    found = tree.data(key)
+    found = tree.record(key)
     matches = found.uuid if ident.uuid is not None else found.name
     return found.uuid if matches == key else None
 

@@ -86,7 +86,7 @@ def records(reader: TreeReader | TreeSnapshot, root: str
     first), or none if it has no such provider."""
     if not reader.exists(root):
         return []
-    return [reader.data(uuid)
+    return [reader.record(uuid)
             for uuid in reader.get_provider_uuids_in_tree(root)]
 
 

@@ -92,8 +92,8 @@ def test_inventory_from_placement_and_comparison():
     records = inventory_from_placement({"VCPU": {
         "total": 8, "reserved": 0, "min_unit": 1, "max_unit": 8,
         "step_size": 1, "allocation_ratio": 16}})
-    assert same_inventory(records, {"VCPU": Inventory(
-        8, allocation_ratio=16.0)})
+    assert same_inventory(records, {"VCPU": Inventory(  # max_unit given
+        8, max_unit=8, allocation_ratio=16.0)})
     assert not same_inventory(records, {})
     with pytest.raises(ValueError, match="no reserved"):
         inventory_from_placement({"VCPU": {"total": 8}})
