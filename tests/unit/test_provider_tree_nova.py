@@ -24,9 +24,8 @@ FULL = {"total": 8, "reserved": 0, "min_unit": 1, "max_unit": 8,
         "step_size": 1, "allocation_ratio": 16.0}
 
 
-@pytest.fixture
-def tree() -> ProviderTree:
-    tree = ProviderTree(threading.RLock())
+def build(lock=None) -> ProviderTree:
+    tree = ProviderTree(lock)
     tree.new_root("cn", CN, generation=0)
     tree.new_child("cn_NUMA0", CN)
     tree.update_inventory("cn_NUMA0", {orc.VCPU: dict(FULL),
@@ -34,6 +33,11 @@ def tree() -> ProviderTree:
     tree.update_traits("cn", [os_traits.COMPUTE_NODE])
     tree.update_aggregates("cn", [AGG])
     return tree
+
+
+@pytest.fixture
+def tree() -> ProviderTree:
+    return build(threading.RLock())
 
 
 def test_data_is_a_copy_of_plain_containers_the_caller_may_change(tree):
@@ -131,10 +135,8 @@ def test_trees_share_one_lock_unless_given_their_own():
 
 
 @pytest.mark.parametrize("own_lock", [True, False])
-def test_pickle_round_trips(tree, own_lock):
-    if not own_lock:
-        tree = copy.deepcopy(tree)
-        tree._lock = SHARED_LOCK
+def test_pickle_round_trips(own_lock):
+    tree = build(threading.RLock() if own_lock else None)
     tree.update_resources("cn", {"CUSTOM_R": {"r1", "r2"}})
     back = pickle.loads(pickle.dumps(tree))
     assert back.to_json() == tree.to_json()
