@@ -134,7 +134,7 @@ def one_repetition(files: dict[int, pathlib.Path], tmp: pathlib.Path,
         save(files[size], inventory(size, changed))
         samples[size]["one_changed"] = timed(tracker.update_all)
         node = str(uuid.UUID(int=changed + 1))
-        if "CUSTOM_CHANGED" not in tracker.tree.data(node).traits:
+        if "CUSTOM_CHANGED" not in tracker.tree.record(node).traits:
             raise AssertionError("the changed node was not updated")
         samples[size]["after_change"] = median(
             [timed(tracker.update_all) for _ in range(2)])

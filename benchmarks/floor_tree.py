@@ -4,12 +4,12 @@ The least a provider tree can do and still be correct: a lock, a dict of
 mutable per-provider dicts by uuid, a name index and ordered child sets,
 and *the same validation* as ``ProviderTree`` — provider names, canonical
 uuids, names and uuids unique, every inventory rule (resource class, known
-fields, integer ranges, ``reserved``/``min_unit``/``max_unit`` against
-``total``, finite positive ratio, defaults filled), trait names through the
-same ``invalid_reason``.  Each write also reports whether anything changed,
-as the tree's do.  What it leaves out is what the tree adds on top:
-immutable records, snapshots, savepoints, stamps, labelled error messages
-(its messages are short).  Not used by ``virtdriver`` itself.
+fields, Placement's integer ranges, capacity not negative, finite ratio,
+defaults filled), trait names through the same ``trait_reason``.  Each
+write also reports whether anything changed, as the tree's do.  What it
+leaves out is what the tree adds on top: immutable records, snapshots,
+savepoints, stamps, labelled error messages (its messages are short).
+Not used by ``virtdriver`` itself.
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ from collections.abc import Mapping
 import os_resource_classes
 import os_traits
 
-from virtdriver.capabilities.traits.names import invalid_reason
+from virtdriver.providers.record import trait_reason
 
 MAX_INT = 2**31 - 1
+MAX_RATIO = 3.40282e38
 FIELDS = frozenset(("total", "reserved", "min_unit", "max_unit", "step_size",
                     "allocation_ratio"))
 _CLASSES = frozenset(os_resource_classes.STANDARDS)
@@ -53,14 +54,16 @@ def check_inventory(inventory: Mapping) -> dict:
         if not isinstance(rec, Mapping) or not FIELDS.issuperset(rec):
             raise ValueError(f"bad record for {rc}")
         total = _whole(rec["total"], 1, MAX_INT)  # KeyError: no total
-        reserved = _whole(rec.get("reserved", 0), 0, total)
+        reserved = _whole(rec.get("reserved", 0), 0, MAX_INT)
         max_unit = rec.get("max_unit")
-        max_unit = total if max_unit is None else _whole(max_unit, 1, total)
-        min_unit = _whole(rec.get("min_unit", 1), 1, max_unit)
+        max_unit = MAX_INT if max_unit is None else _whole(max_unit, 1,
+                                                           MAX_INT)
+        min_unit = _whole(rec.get("min_unit", 1), 1, MAX_INT)
         step = _whole(rec.get("step_size", 1), 1, MAX_INT)
         ratio = rec.get("allocation_ratio", 1.0)
         if (not isinstance(ratio, (int, float)) or isinstance(ratio, bool)
-                or not math.isfinite(ratio) or ratio <= 0):
+                or not math.isfinite(ratio) or ratio > MAX_RATIO
+                or int((total - reserved) * ratio) < 0):
             raise ValueError(f"bad allocation_ratio {ratio!r}")
         records[rc] = {"total": total, "reserved": reserved,
                        "min_unit": min_unit, "max_unit": max_unit,
@@ -74,7 +77,7 @@ def check_traits(traits) -> frozenset:
         raise ValueError("traits is a single string")
     found = frozenset(traits)
     for trait in found - _TRAITS:  # standard names need no further check
-        if not isinstance(trait, str) or invalid_reason(trait):
+        if not isinstance(trait, str) or trait_reason(trait):
             raise ValueError(f"bad trait {trait!r}")
     return found
 

@@ -18,7 +18,7 @@ from typing import Any
 from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.explain import Explanation, explain
 from virtdriver.capabilities.traits.model import TraitState
-from virtdriver.resource_tracker.inventory import Inventory
+from virtdriver.providers.inventory import Inventory
 from virtdriver.resource_tracker.tree_diff import diff as tree_diff
 
 ASSERTED = TraitState.ASSERTED.value

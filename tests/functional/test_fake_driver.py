@@ -30,12 +30,12 @@ def fake(host="numa2-ht", **kwargs):
 
 def test_preset_gives_root_and_one_child_per_cell():
     tree = publish(fake())
-    root = tree.data("fake-numa2-ht")
+    root = tree.record("fake-numa2-ht")
     assert {os_traits.COMPUTE_NODE, os_traits.HW_CPU_HYPERTHREADING,
             os_traits.HW_ARCH_X86_64} <= root.traits
     assert os_traits.HW_NUMA_ROOT not in root.traits
     for cell in (0, 1):
-        child = tree.data(f"fake-numa2-ht_NUMA{cell}")
+        child = tree.record(f"fake-numa2-ht_NUMA{cell}")
         assert child.parent_uuid == root.uuid
         assert os_traits.HW_NUMA_ROOT in child.traits
         inventory = child.inventory
@@ -44,9 +44,9 @@ def test_preset_gives_root_and_one_child_per_cell():
         assert inventory[orc.MEMORY_MB].total == 32768
         assert inventory["CUSTOM_MEM_PAGE_SIZE_2048"].total == 1024
         assert orc.PCPU not in inventory
-    assert tree.data("fake-numa2-ht_NUMA0").inventory[orc.MEMORY_MB] \
+    assert tree.record("fake-numa2-ht_NUMA0").inventory[orc.MEMORY_MB] \
         .reserved == 512
-    assert tree.data("fake-numa2-ht_NUMA1").inventory[orc.MEMORY_MB] \
+    assert tree.record("fake-numa2-ht_NUMA1").inventory[orc.MEMORY_MB] \
         .reserved == 0
 
 
@@ -55,8 +55,8 @@ def test_pinning_splits_dedicated_and_shared(tmp_path):
     conf_file.write_text("[compute]\ncpu_dedicated_set = 0-7\n"
                          "cpu_shared_set = 16-23\n")
     tree = publish(fake(conf=make_conf(config_files=[conf_file])))
-    cell0 = tree.data("fake-numa2-ht_NUMA0").inventory
-    cell1 = tree.data("fake-numa2-ht_NUMA1").inventory
+    cell0 = tree.record("fake-numa2-ht_NUMA0").inventory
+    cell1 = tree.record("fake-numa2-ht_NUMA1").inventory
     assert cell0[orc.PCPU].total == 8 and orc.VCPU not in cell0
     assert cell1[orc.VCPU].total == 8 and orc.PCPU not in cell1
 
@@ -72,8 +72,8 @@ def test_pinning_outside_the_host_is_refused_at_init(tmp_path):
 
 def test_flat_mode_puts_everything_on_the_root():
     tree = publish(fake(nested=False))
-    assert tree.get_provider_uuids() == [tree.data("fake-numa2-ht").uuid]
-    inventory = tree.data("fake-numa2-ht").inventory
+    assert tree.get_provider_uuids() == [tree.record("fake-numa2-ht").uuid]
+    inventory = tree.record("fake-numa2-ht").inventory
     assert inventory[orc.VCPU].total == 32
     assert inventory[orc.MEMORY_MB].total == 65536
 
@@ -86,7 +86,7 @@ def test_foreign_traits_survive_and_owned_ones_come_back():
     tree.remove_traits("fake-numa2-ht", os_traits.COMPUTE_NODE)
     tree.add_traits("fake-numa2-ht", os_traits.COMPUTE_STATUS_DISABLED)
     publish(driver, tree)
-    traits = tree.data("fake-numa2-ht").traits
+    traits = tree.record("fake-numa2-ht").traits
     assert {"CUSTOM_RACK_7", os_traits.HW_GPU_API_VULKAN,
             os_traits.COMPUTE_STATUS_DISABLED,
             os_traits.COMPUTE_NODE} <= traits
@@ -95,8 +95,8 @@ def test_foreign_traits_survive_and_owned_ones_come_back():
 def test_extra_traits_and_described_cpu():
     tree = publish(fake({"name": "box", "cells": 1, "traits": [
         "CUSTOM_RACK_7"], "cpu": {"model": "x", "features": ["avx2"]}}))
-    assert "CUSTOM_RACK_7" in tree.data("box").traits
-    assert os_traits.HW_CPU_X86_AVX2 in tree.data("box_NUMA0").traits
+    assert "CUSTOM_RACK_7" in tree.record("box").traits
+    assert os_traits.HW_CPU_X86_AVX2 in tree.record("box_NUMA0").traits
 
 
 def test_extra_traits_may_not_shadow_derived_ones():
@@ -109,7 +109,7 @@ def test_every_emitted_trait_is_owned():
     report = driver.node_capabilities("fake-numa4-large").traits
     tree = publish(driver)
     for uuid in tree.get_provider_uuids():
-        for trait in tree.data(uuid).traits:
+        for trait in tree.record(uuid).traits:
             assert driver.ownership.owns(trait)
     assert report.invalid == ()
 

@@ -409,7 +409,7 @@ def test_real_libvirt_driver_publishes_a_numa_tree(fakelibvirt,
     driver.init_host("compute-1")
     tree = ProviderTree()
     driver.update_provider_tree(tree, "compute-1")
-    cells = [tree.data(f"compute-1_NUMA{i}").inventory for i in range(4)]
+    cells = [tree.record(f"compute-1_NUMA{i}").inventory for i in range(4)]
     assert [c[orc.VCPU].total for c in cells] == [4, 4, 4, 4]
     assert [c[orc.MEMORY_MB].total for c in cells] == [1024, 2048, 3072, 4096]
     facts = driver.node_capabilities("compute-1").facts
@@ -418,7 +418,7 @@ def test_real_libvirt_driver_publishes_a_numa_tree(fakelibvirt,
 
     fakelibvirt.get_host("h1").set_online_cpus(set(range(16)) - {0, 1})
     driver.update_provider_tree(tree, "compute-1")
-    assert tree.data("compute-1_NUMA0").inventory[orc.VCPU].total == 2
+    assert tree.record("compute-1_NUMA0").inventory[orc.VCPU].total == 2
     driver.cleanup_host("compute-1")
 
 
@@ -483,7 +483,7 @@ def test_fixture_loads_the_builders_when_installed(fakelibvirt,
     driver.init_host("built-1")
     tree = ProviderTree()
     driver.update_provider_tree(tree, "built-1")
-    assert [tree.data(f"built-1_NUMA{i}").inventory[orc.VCPU].total
+    assert [tree.record(f"built-1_NUMA{i}").inventory[orc.VCPU].total
             for i in (0, 1)] == [4, 4]
 
 

@@ -28,20 +28,20 @@ def tracker(tmp_path) -> ResourceTracker:
 
 
 def holder(tracker, props=None) -> Instance:
-    cell = tracker.tree.data(f"{NODE}_NUMA0").uuid
+    cell = tracker.tree.record(f"{NODE}_NUMA0").uuid
     return Instance(str(uuidlib.uuid4()), Flavor(2, 1024, {}), props or {},
                     {cell: {"VCPU": 2}})
 
 
 def test_an_implied_trait_on_the_root_passes(tracker):
-    assert os_traits.HW_ARCH_X86_64 in tracker.tree.data(NODE).traits
+    assert os_traits.HW_ARCH_X86_64 in tracker.tree.record(NODE).traits
     tracker.rebuild_claim(holder(tracker), {"hw_architecture": "amd64"})
 
 
 def test_an_implied_trait_the_host_lacks_is_refused_naming_the_property(
         tracker):
     bus = os_traits.COMPUTE_STORAGE_BUS_IDE
-    assert bus not in tracker.tree.data(NODE).traits
+    assert bus not in tracker.tree.record(NODE).traits
     with pytest.raises(RebuildRefused) as refused:
         tracker.rebuild_claim(holder(tracker), {"hw_disk_bus": "IDE"})
     (conflict,) = refused.value.conflicts
@@ -59,7 +59,7 @@ def test_a_typo_is_refused_as_invalid_and_the_same_image_passes(tracker):
 
 
 def test_the_disk_format_is_checked_against_the_tree(tracker):
-    root = tracker.tree.data(NODE).traits
+    root = tracker.tree.record(NODE).traits
     assert os_traits.COMPUTE_IMAGE_TYPE_QCOW2 in root
     assert os_traits.COMPUTE_IMAGE_TYPE_VMDK not in root
     vm = holder(tracker)

@@ -99,10 +99,10 @@ def test_one_root_per_node_named_and_identified_by_its_uuid(
     update_all(driver, tree)
     assert [(r.name, r.uuid, r.parent_uuid) for r in tree.roots] == [
         (GOLD, GOLD, None), (SILVER, SILVER, None)]
-    record = tree.data(GOLD).inventory[RC]
+    record = tree.record(GOLD).inventory[RC]
     assert (record.total, record.reserved, record.min_unit, record.max_unit,
             record.step_size, record.allocation_ratio) == (1, 0, 1, 1, 1, 1.0)
-    assert list(tree.data(GOLD).inventory) == [RC]
+    assert list(tree.record(GOLD).inventory) == [RC]
 
 
 @pytest.mark.parametrize("fields, reserved", [
@@ -118,15 +118,15 @@ def test_unavailable_nodes_reserve_their_unit(
     drv.init_host("c")
     tree = ProviderTree()
     drv.update_provider_tree(tree, GOLD)
-    assert tree.data(GOLD).inventory[RC].reserved == reserved
+    assert tree.record(GOLD).inventory[RC].reserved == reserved
 
 
 def test_full_trait_list_is_asserted_with_evidence(
         driver: IronicDriver, inventory) -> None:
     tree = ProviderTree()
     update_all(driver, tree)
-    assert "CUSTOM_RAID5" in tree.data(GOLD).traits
-    assert "CUSTOM_RAID5" not in tree.data(SILVER).traits
+    assert "CUSTOM_RAID5" in tree.record(GOLD).traits
+    assert "CUSTOM_RAID5" not in tree.record(SILVER).traits
     (evidence,) = driver.node_capabilities(GOLD).traits.results[
         "CUSTOM_RAID5"].evidence
     assert evidence.sentence() == (
@@ -139,7 +139,7 @@ def test_capability_traits_follow_the_capabilities_dict(driver) -> None:
     tree.new_root(GOLD, GOLD)
     tree.add_traits(GOLD, os_traits.COMPUTE_VOLUME_MULTI_ATTACH)
     driver.update_provider_tree(tree, GOLD)
-    traits = tree.data(GOLD).traits
+    traits = tree.record(GOLD).traits
     assert {os_traits.COMPUTE_IMAGE_TYPE_RAW, os_traits.COMPUTE_IMAGE_TYPE_QCOW2,
             os_traits.COMPUTE_NET_ATTACH_INTERFACE} <= traits
     assert os_traits.COMPUTE_IMAGE_TYPE_VMDK not in traits
@@ -170,7 +170,7 @@ def test_trait_changes_add_and_remove(driver, inventory) -> None:
     write(inventory, node(), node(SILVER, trait_changes={
         "add": ["CUSTOM_GPU"], "remove": ["CUSTOM_RAID5"]}))
     driver.update_provider_tree(tree, SILVER)
-    traits = tree.data(SILVER).traits
+    traits = tree.record(SILVER).traits
     assert "CUSTOM_GPU" in traits and "CUSTOM_RAID5" not in traits
     assert driver.node_capabilities(SILVER).traits.results[
         "CUSTOM_RAID5"].evidence[0].detail == "lists CUSTOM_RAID5 as removed"
@@ -186,8 +186,8 @@ def test_foreign_traits_survive_and_owned_ones_are_reasserted(
     tree.add_traits(SILVER, "CUSTOM_RAID5")
     update_all(driver, tree)
     assert {"CUSTOM_RACK_7", os_traits.COMPUTE_STATUS_DISABLED,
-            "CUSTOM_RAID5"} <= tree.data(GOLD).traits
-    assert "CUSTOM_RAID5" in tree.data(SILVER).traits
+            "CUSTOM_RAID5"} <= tree.record(GOLD).traits
+    assert "CUSTOM_RAID5" in tree.record(SILVER).traits
 
 
 def test_ownership_is_per_node_and_the_class_one_is_the_union(
@@ -211,13 +211,13 @@ def test_a_trait_no_longer_named_is_removed_once_then_foreign(
     assert driver.node_capabilities(GOLD).traits.state("CUSTOM_RAID5") \
         is TraitState.UNASSERTED
     driver.update_provider_tree(tree, GOLD)
-    assert "CUSTOM_RAID5" not in tree.data(GOLD).traits
+    assert "CUSTOM_RAID5" not in tree.record(GOLD).traits
     # Removed and forgotten: now someone else's to set.
     assert not driver.ownership_for(GOLD).owns("CUSTOM_RAID5")
     assert not driver.ownership.owns("CUSTOM_RAID5")
     tree.add_traits(GOLD, "CUSTOM_RAID5")
     driver.update_provider_tree(tree, GOLD)
-    assert "CUSTOM_RAID5" in tree.data(GOLD).traits
+    assert "CUSTOM_RAID5" in tree.record(GOLD).traits
 
 
 def test_a_trait_set_by_others_is_not_taken_over_when_dropped(
@@ -229,7 +229,7 @@ def test_a_trait_set_by_others_is_not_taken_over_when_dropped(
     write(inventory, node())
     tree.add_traits(GOLD, "CUSTOM_RAID5")
     driver.update_provider_tree(tree, GOLD)
-    assert "CUSTOM_RAID5" in tree.data(GOLD).traits
+    assert "CUSTOM_RAID5" in tree.record(GOLD).traits
 
 
 def test_inspection_data_may_not_name_capability_traits(
@@ -250,10 +250,10 @@ def test_file_changes_are_picked_up_on_the_next_update(
     write(inventory, node(traits=["CUSTOM_RAID5", "CUSTOM_GPU"],
                           maintenance=True, name="rack1-u08"), node(SILVER))
     driver.update_provider_tree(tree, GOLD)
-    assert "CUSTOM_GPU" in tree.data(GOLD).traits
-    assert tree.data(GOLD).inventory[RC].reserved == 1
+    assert "CUSTOM_GPU" in tree.record(GOLD).traits
+    assert tree.record(GOLD).inventory[RC].reserved == 1
     # Renamed: same provider, the name is a fact.
-    assert tree.data(GOLD).name == GOLD
+    assert tree.record(GOLD).name == GOLD
     assert driver.node_capabilities("rack1-u08").facts["name"] == "rack1-u08"
 
 
@@ -281,7 +281,7 @@ def test_a_bad_file_raises_naming_it_and_leaves_the_tree_alone(
     assert driver.get_available_nodes() == sorted([GOLD, SILVER])
     write(inventory, node(traits=["CUSTOM_GPU"]), node(SILVER))
     driver.update_provider_tree(tree, GOLD)
-    assert "CUSTOM_GPU" in tree.data(GOLD).traits
+    assert "CUSTOM_GPU" in tree.record(GOLD).traits
 
 
 def test_a_missing_file_fails_init_host_naming_it(tmp_path) -> None:

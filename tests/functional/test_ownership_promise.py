@@ -67,9 +67,9 @@ def test_foreign_root_listed_in_the_ledger_is_not_deleted(tmp_path, caplog):
     tamper(tracker.ledger_path, **{foreign: []})
     with caplog.at_level(logging.WARNING):
         results = tracker.update_all()
-    assert tracker.tree.data(foreign).traits == {FOREIGN}
+    assert tracker.tree.record(foreign).traits == {FOREIGN}
     assert "only the ledger lists it" in results["sharing-provider"].kept[
-        tracker.tree.data(foreign).label]
+        tracker.tree.record(foreign).label]
     assert not results["sharing-provider"].diff
     assert "not removed" in caplog.text
 
@@ -101,7 +101,7 @@ def test_a_foreign_child_under_our_root_is_never_touched(tmp_path):
     tracker = ResourceTracker(tracker.driver, state_dir=tmp_path,
                               tree=tracker.tree)
     result = tracker.update_available_resource(NODE)
-    assert tracker.tree.data(gpu).traits == {
+    assert tracker.tree.record(gpu).traits == {
         VENDOR, os_traits.HW_CPU_X86_AVX512F}
     assert result.diff.get(gpu) is None
     assert gpu not in tracker.ledger
@@ -136,7 +136,7 @@ class Generational(FakeDriver):
 
     def update_provider_tree(self, tree, nodename, allocations=None):
         super().update_provider_tree(tree, nodename)
-        data = tree.data(nodename)
+        data = tree.record(nodename)
         tree.update_traits(nodename, data.traits, (data.generation or 0) + 1)
         if self.fail:
             raise DriverError("hypervisor went away")
@@ -251,8 +251,8 @@ def test_every_failing_step_changes_nothing_and_a_retry_converges(
         getattr(each, call)(*args)
         each.tree.remove("half-done")
     assert tracker.tree.to_json() == clean.tree.to_json()
-    assert "CUSTOM_RAID5" not in tracker.tree.data(GOLD).traits
-    assert "CUSTOM_RACK_7" in tracker.tree.data(GOLD).traits
+    assert "CUSTOM_RAID5" not in tracker.tree.record(GOLD).traits
+    assert "CUSTOM_RACK_7" in tracker.tree.record(GOLD).traits
     assert tracker.ledger == clean.ledger
 
 
@@ -278,4 +278,4 @@ def test_manages_names_what_the_driver_made_in_this_process(tmp_path):
     assert not tracker.manages(foreign)
     restarted = ResourceTracker(fake(), state_dir=tmp_path,
                                 tree=tracker.tree)
-    assert not restarted.manages(tracker.tree.data(NODE).uuid)
+    assert not restarted.manages(tracker.tree.record(NODE).uuid)

@@ -112,20 +112,20 @@ def test_no_ledger_makes_the_tracker_touch_foreign_providers_or_traits(
             raise AssertionError(f"update_all failed: {exc}") from exc
         for uuid in foreign:
             assert tree.exists(uuid), "a foreign provider was removed"
-            assert tree.data(uuid).traits == before[uuid].traits
+            assert tree.record(uuid).traits == before[uuid].traits
         for uuid in ours:
             if not tree.exists(uuid):
                 assert gone, "a provider of a present node was removed"
                 continue
             kept = {t for t in before[uuid].traits
                     if owned[uuid] is None or not owned[uuid].owns(t)}
-            assert kept <= tree.data(uuid).traits, "a foreign trait went"
+            assert kept <= tree.record(uuid).traits, "a foreign trait went"
 
 
 def _ownership(driver, tree: ProviderTree, uuid: str):
     """What the driver owns on the node of provider ``uuid`` (None when
     the node is gone: then nothing on it may be touched but by removal)."""
-    root = tree.data(tree.data(uuid).root_uuid).name
+    root = tree.record(tree.record(uuid).root_uuid).name
     if root not in driver.get_available_nodes():
         return None
     return driver.ownership_for(root)
@@ -141,7 +141,7 @@ def write_ledger(path, tree, ours, foreign, entries) -> None:
         elif key in ("foreign-uuid", "child") and foreign:
             target = foreign[index % len(foreign)]
         elif key == "foreign-name" and foreign:
-            target = tree.data(foreign[index % len(foreign)]).name
+            target = tree.record(foreign[index % len(foreign)]).name
         else:
             target = str(uuidlib.UUID(int=index + 1))
         providers[target] = traits

@@ -15,7 +15,7 @@ from virtdriver.resource_tracker.provider_tree import ProviderTree
 
 def cells(tree, root):
     return [({rc: (inv.total, inv.reserved, inv.allocation_ratio)
-              for rc, inv in tree.data(uuid).inventory.items()})
+              for rc, inv in tree.record(uuid).inventory.items()})
             for uuid in tree.get_provider_uuids(root)[1:]]
 
 
@@ -36,7 +36,7 @@ def test_libvirt_driver_on_a_preset_matches_the_fake_driver(
 
     assert cells(real_tree, "node") == cells(fake_tree, fake_node)
     assert len(cells(real_tree, "node")) == PRESETS[preset]["cells"]
-    root = real_tree.data("node").traits
+    root = real_tree.record("node").traits
     assert os_traits.COMPUTE_STORAGE_BUS_VIRTIO in root  # from domcaps
     hyperthreaded = PRESETS[preset].get("threads_per_core", 1) > 1
     assert (os_traits.HW_CPU_HYPERTHREADING in root) is hyperthreaded

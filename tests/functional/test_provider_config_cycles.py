@@ -15,7 +15,7 @@ import pytest
 
 from virtdriver.drivers.fake import FakeDriver
 from virtdriver.provider_config import ProviderConfigError, RecordFile
-from virtdriver.resource_tracker.inventory import Inventory
+from virtdriver.providers.inventory import Inventory
 from virtdriver.resource_tracker.tracker import ResourceTracker
 
 NODE = "fake-numa2-ht"
@@ -50,7 +50,7 @@ class Service:
             raise ProviderConfigError(problem)
 
     def traits(self, name):
-        return self.tracker.tree.data(name).traits
+        return self.tracker.tree.record(name).traits
 
 
 SITE = """\
@@ -74,14 +74,14 @@ def test_applied_traits_and_inventories_survive_the_drivers_updates(
         assert {"CUSTOM_RACK_7", "CUSTOM_POWER_CAPPED",
                 os_traits.COMPUTE_NODE} <= root
         assert "CUSTOM_FPGA_HOST" in service.traits(CELL)
-        cell = service.tracker.tree.data(CELL).inventory
+        cell = service.tracker.tree.record(CELL).inventory
         # The driver rewrites the cell's inventory; the file's is added.
         assert cell["CUSTOM_FPGA"] == Inventory(2, max_unit=1)
         assert {orc.VCPU, orc.MEMORY_MB} < set(cell)
     # The tracker counts the files' traits as foreign: no drift, no ledger.
     ledger = service.tracker.ledger
     assert not any(t.startswith("CUSTOM_") for t in
-                   ledger.traits(service.tracker.tree.data(NODE).uuid))
+                   ledger.traits(service.tracker.tree.record(NODE).uuid))
 
 
 def test_deleting_entries_removes_them_on_the_next_cycle(tmp_path):
@@ -96,7 +96,7 @@ def test_deleting_entries_removes_them_on_the_next_cycle(tmp_path):
     assert "CUSTOM_RACK_7" in service.traits(NODE)
     assert "CUSTOM_POWER_CAPPED" not in service.traits(NODE)
     assert "CUSTOM_FPGA_HOST" not in service.traits(CELL)
-    assert "CUSTOM_FPGA" not in service.tracker.tree.data(CELL).inventory
+    assert "CUSTOM_FPGA" not in service.tracker.tree.record(CELL).inventory
     (service.config / "site.yaml").unlink()
     service.cycle()
     assert not any(t.startswith("CUSTOM_") for t in service.traits(NODE))
@@ -107,7 +107,7 @@ def test_a_restart_keeps_the_record_and_deletion_still_works(tmp_path):
     first = Service(tmp_path)
     first.write(SITE)
     first.cycle()
-    uuid = first.tracker.tree.data(NODE).uuid
+    uuid = first.tracker.tree.record(NODE).uuid
     assert first.records.read().trait_source(uuid, "CUSTOM_RACK_7").line == 4
 
     second = Service(tmp_path)                   # a new process, new tree
@@ -147,7 +147,7 @@ def test_a_class_the_driver_reports_is_refused_on_any_of_its_providers(
     service = Service(tmp_path)
     service.cycle()
     reported = "CUSTOM_MEM_PAGE_SIZE_2048"     # the driver's, on the cells
-    assert reported in service.tracker.tree.data(CELL).inventory
+    assert reported in service.tracker.tree.record(CELL).inventory
     service.write(f"""\
   - identification: {{name: {NODE}}}
     inventories:
@@ -158,7 +158,7 @@ def test_a_class_the_driver_reports_is_refused_on_any_of_its_providers(
                        rf"providers\[0\]\.inventories: {reported} is a "
                        "resource class the driver reports on provider"):
         service.cycle()
-    assert reported not in service.tracker.tree.data(NODE).inventory
+    assert reported not in service.tracker.tree.record(NODE).inventory
 
 
 def test_a_failed_update_applies_nothing_and_the_retry_applies_it(

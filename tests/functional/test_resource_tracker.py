@@ -48,9 +48,9 @@ def tracker(tmp_path):
 
 def test_first_update_creates_root_and_numa_children(tracker):
     result = tracker.update_available_resource(NODE)
-    root = tracker.tree.data(NODE)
+    root = tracker.tree.record(NODE)
     assert os_traits.COMPUTE_NODE in root.traits
-    assert [tracker.tree.data(u).name
+    assert [tracker.tree.record(u).name
             for u in tracker.tree.get_provider_uuids(NODE)] == [
         NODE, f"{NODE}_NUMA0", f"{NODE}_NUMA1"]
     assert len(result.diff.created) == 3 and result.drift.empty
@@ -71,9 +71,9 @@ def test_foreign_trait_survives_updates(tracker):
     tracker.tree.add_traits(NODE, FOREIGN)
     for _ in range(2):
         result = tracker.update_available_resource(NODE)
-        assert FOREIGN in tracker.tree.data(NODE).traits
+        assert FOREIGN in tracker.tree.record(NODE).traits
         assert not result.diff and result.drift.empty
-    assert FOREIGN not in tracker.ledger[tracker.tree.data(NODE).uuid]
+    assert FOREIGN not in tracker.ledger[tracker.tree.record(NODE).uuid]
 
 
 def test_owned_trait_removed_by_others_is_reasserted_and_reported(
@@ -82,9 +82,9 @@ def test_owned_trait_removed_by_others_is_reasserted_and_reported(
     tracker.tree.remove_traits(NODE, os_traits.COMPUTE_NODE)
     with caplog.at_level(logging.WARNING):
         result = tracker.update_available_resource(NODE)
-    assert os_traits.COMPUTE_NODE in tracker.tree.data(NODE).traits
+    assert os_traits.COMPUTE_NODE in tracker.tree.record(NODE).traits
     assert result.drift.removed_by_others == {NODE: {os_traits.COMPUTE_NODE}}
-    assert result.diff.get(tracker.tree.data(NODE).uuid).traits_added == {
+    assert result.diff.get(tracker.tree.record(NODE).uuid).traits_added == {
         os_traits.COMPUTE_NODE}
     assert f"removed by others: {os_traits.COMPUTE_NODE}" in caplog.text
 
@@ -94,8 +94,8 @@ def test_owned_unsupported_trait_added_by_others_is_removed_and_reported(
     tracker.update_available_resource(NODE)
     tracker.tree.add_traits(NODE, UNSUPPORTED, FOREIGN)
     result = tracker.update_available_resource(NODE)
-    assert UNSUPPORTED not in tracker.tree.data(NODE).traits
-    assert FOREIGN in tracker.tree.data(NODE).traits
+    assert UNSUPPORTED not in tracker.tree.record(NODE).traits
+    assert FOREIGN in tracker.tree.record(NODE).traits
     assert result.drift.added_by_others == {NODE: {UNSUPPORTED}}
     assert not result.drift.removed_by_others
 
@@ -129,14 +129,14 @@ def test_tampered_ledger_never_removes_foreign_trait(tmp_path, caplog):
     first = ResourceTracker(driver(), state_dir=tmp_path)
     first.update_available_resource(NODE)
     first.tree.add_traits(NODE, FOREIGN, "HW_GPU_API_VULKAN")
-    uuid = first.tree.data(NODE).uuid
+    uuid = first.tree.record(NODE).uuid
     document = json.loads(first.ledger_path.read_text())
     document["providers"][uuid] += [FOREIGN, "HW_GPU_API_VULKAN"]
     first.ledger_path.write_text(json.dumps(document))
     second = ResourceTracker(driver(), state_dir=tmp_path, tree=first.tree)
     with caplog.at_level(logging.WARNING):
         result = second.update_available_resource(NODE)
-    assert {FOREIGN, "HW_GPU_API_VULKAN"} <= second.tree.data(NODE).traits
+    assert {FOREIGN, "HW_GPU_API_VULKAN"} <= second.tree.record(NODE).traits
     assert result.drift.empty
     assert "tampered or stale ledger" in caplog.text
     assert FOREIGN not in second.ledger[uuid]
@@ -149,11 +149,11 @@ def test_lost_ledger_still_removes_unsupported_owned_traits(tracker):
     restarted = ResourceTracker(tracker.driver, state_dir=
                                 tracker.ledger_path.parent, tree=tracker.tree)
     result = restarted.update_available_resource(NODE)
-    traits = restarted.tree.data(NODE).traits
+    traits = restarted.tree.record(NODE).traits
     assert UNSUPPORTED not in traits and STALE not in traits
     assert FOREIGN in traits
     assert result.drift.empty          # no baseline without a ledger
-    assert restarted.ledger[restarted.tree.data(NODE).uuid] == \
+    assert restarted.ledger[restarted.tree.record(NODE).uuid] == \
         traits - {FOREIGN}
     assert restarted.ledger_path.is_file()
 
@@ -279,8 +279,8 @@ def test_ironic_trait_dropped_from_inspection_data_is_removed(tmp_path):
     tracker.update_all()
     path.write_text(json.dumps({"nodes": [{**gold, "traits": []}, silver]}))
     result = tracker.update_available_resource("rack1-u07")   # name alias
-    assert "CUSTOM_RAID5" not in tracker.tree.data(GOLD).traits
-    assert "CUSTOM_RAID5" in tracker.tree.data(SILVER).traits
+    assert "CUSTOM_RAID5" not in tracker.tree.record(GOLD).traits
+    assert "CUSTOM_RAID5" in tracker.tree.record(SILVER).traits
     assert result.diff.get(GOLD).traits_removed == {"CUSTOM_RAID5"}
 
 
@@ -303,7 +303,7 @@ def test_ironic_ledger_is_trusted_only_within_the_nodes_ownership(
                              state_dir=tmp_path, tree=first.tree)
     with caplog.at_level(logging.WARNING):
         result = second.update_available_resource(GOLD)
-    assert {"CUSTOM_RAID5", "CUSTOM_RACK_7"} <= second.tree.data(GOLD).traits
+    assert {"CUSTOM_RAID5", "CUSTOM_RACK_7"} <= second.tree.record(GOLD).traits
     assert not result.diff
     assert "ledger lists CUSTOM_RAID5, which the driver does not own on " \
         "this node" in caplog.text

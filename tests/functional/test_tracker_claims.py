@@ -115,8 +115,8 @@ def test_usage_shows_on_the_cell_providers(tmp_path):
     t = tracker(tmp_path)
     fit = t.instance_claim(instance(vcpus=4, memory_mb=2048), NODE)
     usages = t.usages()
-    cell = t.tree.data(f"{NODE}_NUMA{fit.cells[0].host_cell}").uuid
-    other = t.tree.data(f"{NODE}_NUMA{1 - fit.cells[0].host_cell}").uuid
+    cell = t.tree.record(f"{NODE}_NUMA{fit.cells[0].host_cell}").uuid
+    other = t.tree.record(f"{NODE}_NUMA{1 - fit.cells[0].host_cell}").uuid
     assert usages[cell]["PCPU"] == 4 and usages[cell]["MEMORY_MB"] == 2048
     assert usages[other]["PCPU"] == 0
 
@@ -292,7 +292,7 @@ def test_a_sibling_provider_not_allocated_does_not_count(tmp_path):
 def test_forbidden_image_traits_are_checked_on_allocated_providers(
         tmp_path):
     t = tracker(tmp_path)
-    cell = t.tree.data(f"{NODE}_NUMA0").uuid
+    cell = t.tree.record(f"{NODE}_NUMA0").uuid
     holder = instance(specs={}, allocations={cell: {"MEMORY_MB": 4096}})
     with pytest.raises(RebuildRefused) as refused:
         t.rebuild_claim(holder, {"trait:HW_CPU_HYPERTHREADING":

@@ -30,7 +30,7 @@ def test_presets_through_the_tracker(preset, tmp_path, fakelibvirt,
                                      fake_libvirt_host):
     uri = fake_libvirt_host(preset_documents(preset), name=preset)
     tracker, second = cycle(LibvirtDriver(uri=uri), tmp_path)
-    root = tracker.tree.data("cmp1").traits
+    root = tracker.tree.record("cmp1").traits
     assert FOREIGN in root                              # never touched
     assert os_traits.COMPUTE_NODE in root                # reasserted
     assert os_traits.HW_CPU_X86_AVX512F not in root      # owned, not here
@@ -38,7 +38,7 @@ def test_presets_through_the_tracker(preset, tmp_path, fakelibvirt,
         "cmp1": frozenset({os_traits.COMPUTE_NODE})}
     assert second.drift.added_by_others == {
         "cmp1": frozenset({os_traits.HW_CPU_X86_AVX512F})}
-    cells = [tracker.tree.data(u).name
+    cells = [tracker.tree.record(u).name
              for u in tracker.tree.get_provider_uuids("cmp1")[1:]]
     assert cells == [f"cmp1_NUMA{i}" for i in range(PRESETS[preset]["cells"])]
 
@@ -46,7 +46,7 @@ def test_presets_through_the_tracker(preset, tmp_path, fakelibvirt,
 @pytest.mark.real
 def test_test_default_through_the_tracker(tmp_path, virtdriver_state_dir):
     tracker, second = cycle(LibvirtDriver(uri="test:///default"), tmp_path)
-    root = tracker.tree.data("cmp1").traits
+    root = tracker.tree.record("cmp1").traits
     assert FOREIGN in root and os_traits.COMPUTE_NODE in root
     assert os_traits.COMPUTE_NODE in second.drift.removed_by_others["cmp1"]
     assert len(tracker.tree.get_provider_uuids("cmp1")) == 3  # root, 2 cells

@@ -122,7 +122,7 @@ def test_a_trait_someone_added_on_the_root_brings_the_node_back(tmp_path):
     tracker = steady(tmp_path)
     tracker.tree.add_traits(NODES[0], FOREIGN, "CUSTOM_ROW_9")
     assert cycle(tracker) == [NODES[0]]
-    assert FOREIGN in tracker.tree.data(NODES[0]).traits
+    assert FOREIGN in tracker.tree.record(NODES[0]).traits
     assert cycle(tracker) == []
 
 
@@ -132,7 +132,7 @@ def test_an_owned_trait_someone_removed_is_put_back(tmp_path):
     tracker.driver.updated.clear()
     results = tracker.update_all()
     assert tracker.driver.updated == [NODES[1]]
-    assert "CUSTOM_RAID5" in tracker.tree.data(NODES[1]).traits
+    assert "CUSTOM_RAID5" in tracker.tree.record(NODES[1]).traits
     assert results[NODES[1]].drift.removed_by_others[NODES[1]] == {
         "CUSTOM_RAID5"}
     # An update that logged (drift) leaves no mark: the next cycle runs
@@ -144,16 +144,16 @@ def test_an_owned_trait_someone_removed_is_put_back(tmp_path):
 def test_an_inventory_someone_changed_is_put_back(tmp_path):
     tracker = steady(tmp_path)
     inventory = {rc: {"total": 1, "reserved": 1} for rc
-                 in tracker.tree.data(NODES[2]).inventory}
+                 in tracker.tree.record(NODES[2]).inventory}
     tracker.tree.update_inventory(NODES[2], inventory)
     assert cycle(tracker) == [NODES[2]]
     assert all(record.reserved == 0 for record
-               in tracker.tree.data(NODES[2]).inventory.values())
+               in tracker.tree.record(NODES[2]).inventory.values())
 
 
 def test_a_generation_change_brings_the_node_back(tmp_path):
     tracker = steady(tmp_path)
-    data = tracker.tree.data(NODES[0])
+    data = tracker.tree.record(NODES[0])
     tracker.tree.update_traits(NODES[0], data.traits,
                                (data.generation or 0) + 1)
     assert cycle(tracker) == [NODES[0]]
@@ -165,7 +165,7 @@ def test_a_child_someone_added_brings_the_node_back_and_stays(tmp_path):
                                  str(uuidlib.uuid4()))
     tracker.tree.add_traits(gpu, "CUSTOM_DEV_VENDORID_10DE")
     assert cycle(tracker) == [NODES[0]]
-    assert tracker.tree.data(gpu).traits == {"CUSTOM_DEV_VENDORID_10DE"}
+    assert tracker.tree.record(gpu).traits == {"CUSTOM_DEV_VENDORID_10DE"}
     assert cycle(tracker) == []
 
 
@@ -196,8 +196,8 @@ def test_a_node_changed_in_the_inventory_is_the_only_one_updated(tmp_path):
     write_nodes(tmp_path / "nodes.json", node(0), node(1, "CUSTOM_GPU"),
                 node(2))
     assert cycle(tracker) == [NODES[1]]
-    assert "CUSTOM_GPU" in tracker.tree.data(NODES[1]).traits
-    assert "CUSTOM_RAID5" not in tracker.tree.data(NODES[1]).traits
+    assert "CUSTOM_GPU" in tracker.tree.record(NODES[1]).traits
+    assert "CUSTOM_RAID5" not in tracker.tree.record(NODES[1]).traits
     # The driver forgot RAID5 in that update (its stamp moved): no mark
     # until an update leaves the stamp as it found it.
     assert cycle(tracker) == [NODES[1]]
@@ -219,13 +219,13 @@ def test_a_provider_config_change_brings_every_node_back(tmp_path):
         HEAD + f"  - identification: {{uuid: {NODES[0]}}}\n"
         "    traits: {additional: [CUSTOM_RACK_7]}\n")
     assert cycle(tracker) == sorted(NODES)
-    assert "CUSTOM_RACK_7" in tracker.tree.data(NODES[0]).traits
-    assert "CUSTOM_RACK_7" not in tracker.tree.data(NODES[1]).traits
+    assert "CUSTOM_RACK_7" in tracker.tree.record(NODES[0]).traits
+    assert "CUSTOM_RACK_7" not in tracker.tree.record(NODES[1]).traits
     assert cycle(tracker) == [NODES[0]]   # the files changed it: confirmed
     assert cycle(tracker) == []
     (config / "site.yaml").unlink()
     assert cycle(tracker) == sorted(NODES)
-    assert "CUSTOM_RACK_7" not in tracker.tree.data(NODES[0]).traits
+    assert "CUSTOM_RACK_7" not in tracker.tree.record(NODES[0]).traits
 
 
 def test_a_record_another_process_edited_brings_the_node_back(tmp_path):
@@ -295,9 +295,9 @@ def apply(edit: str, number: int, tracker: ResourceTracker,
         tracker.ledger_path.write_text(json.dumps(document))
     elif edit == "reserve":
         tree.update_inventory(target, {rc: {"total": 1, "reserved": 1}
-                                       for rc in tree.data(target).inventory})
+                                       for rc in tree.record(target).inventory})
     elif edit == "generation":
-        data = tree.data(target)
+        data = tree.record(target)
         tree.update_traits(target, data.traits, (data.generation or 0) + 1)
 
 
@@ -365,7 +365,7 @@ def test_a_node_with_children_is_checked_provider_by_provider(tmp_path):
     tracker.update_all()
     tracker.update_all()
     assert len(calls) == 1 and len(tracker.tree) == 3
-    cell = tracker.tree.data("fake-numa2-ht_NUMA1").uuid
+    cell = tracker.tree.record("fake-numa2-ht_NUMA1").uuid
     document = json.loads(tracker.ledger_path.read_text())
     document["providers"][cell] = []
     tracker.ledger_path.write_text(json.dumps(document))
@@ -376,6 +376,6 @@ def test_a_node_with_children_is_checked_provider_by_provider(tmp_path):
     assert len(calls) == 2          # rewritten quietly: marked again
     tracker.tree.add_traits(cell, FOREIGN)
     tracker.update_all()
-    assert len(calls) == 3 and FOREIGN in tracker.tree.data(cell).traits
+    assert len(calls) == 3 and FOREIGN in tracker.tree.record(cell).traits
     tracker.update_all()
     assert len(calls) == 3

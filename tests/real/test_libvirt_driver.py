@@ -39,7 +39,7 @@ def test_numa_cells_are_those_of_sysfs(embed_driver, embed_tree):
     sysfs = sorted(int(p.name[4:]) for p in SYS_NODES.glob("node[0-9]*"))
     facts = embed_driver.node_capabilities("compute-1").facts
     assert facts["numa_cells"] == sysfs
-    children = [embed_tree.data(u).name for u in
+    children = [embed_tree.record(u).name for u in
                 embed_tree.get_provider_uuids("compute-1")[1:]]
     assert children == [f"compute-1_NUMA{i}" for i in sysfs]
 
@@ -48,13 +48,13 @@ def test_online_cpus_are_those_of_sysfs(embed_driver, embed_tree):
     online = parse_cpuset(SYS_ONLINE.read_text())
     facts = embed_driver.node_capabilities("compute-1").facts
     assert set(facts["online_cpus"]) == online
-    vcpus = sum(embed_tree.data(u).inventory[orc.VCPU].total
+    vcpus = sum(embed_tree.record(u).inventory[orc.VCPU].total
                 for u in embed_tree.get_provider_uuids("compute-1")[1:])
     assert vcpus == len(online)  # no pinning: every online CPU is shared
 
 
 def test_storage_bus_traits_include_virtio(embed_tree):
-    root = embed_tree.data("compute-1")
+    root = embed_tree.record("compute-1")
     assert root.uuid == node_uuid("compute-1")
     assert os_traits.COMPUTE_STORAGE_BUS_VIRTIO in root.traits
     assert os_traits.COMPUTE_NODE in root.traits
@@ -70,9 +70,9 @@ def test_test_driver_host(virtdriver_state_dir):
     assert facts["numa_cells"] == [0, 1]
     assert facts["domain_capabilities"][0]["read"] is False
     assert "not supported" in facts["domain_capabilities"][0]["error"]
-    root = tree.data("test-host")
+    root = tree.record("test-host")
     # Domain capabilities are unknown here: nothing read from them is set.
     assert not any(t.startswith("COMPUTE_STORAGE_BUS_") for t in root.traits)
-    assert [tree.data(u).name for u in tree.get_provider_uuids()][1:] == \
+    assert [tree.record(u).name for u in tree.get_provider_uuids()][1:] == \
         ["test-host_NUMA0", "test-host_NUMA1"]
     driver.cleanup_host("test-host")

@@ -18,8 +18,9 @@ from tests.unit.test_claims_fit import (
     claim, fill, fit_one, inventory_usage, make_host, split_host)
 from virtdriver.claims.fit import fit
 from virtdriver.claims.model import CPU_SHARED, ClaimError, Flavor
-from virtdriver.claims.usage import HostUsage, InstanceFit
-from virtdriver.claims.usage_json import InvalidClaims
+from virtdriver.claims.usage import HostUsage
+from virtdriver.claims.usage_json import (
+    InvalidClaims, fit_from_json, fit_to_json, usage_from_json, usage_to_json)
 
 HOST = split_host()
 
@@ -35,12 +36,12 @@ def document() -> dict:
     usage = claim(usage, fit(None, Flavor(2, 512), HOST, usage,
                              cpu_allocation_ratio=4.0,
                              instance_uuid="float"), HOST)
-    return json.loads(json.dumps(usage.to_json()))
+    return json.loads(json.dumps(usage_to_json(usage)))
 
 
 def refused(doc, host=HOST) -> str:
     with pytest.raises(InvalidClaims) as info:
-        HostUsage.from_json(doc, host)
+        usage_from_json(doc, host)
     message = str(info.value)
     assert message.startswith("claims document refused: ")
     assert "\n" not in message
@@ -61,22 +62,22 @@ class TestRoundTrip:
     def test_a_usage_reads_back_equal(self):
         doc = document()
 
-        usage = HostUsage.from_json(doc, HOST)
+        usage = usage_from_json(doc, HOST)
 
-        assert usage.to_json() == doc
+        assert usage_to_json(usage) == doc
         assert set(usage.instances) == {"i-0", "pages", "shared", "float"}
         assert usage.cell(0).reserved_cpus  # the isolated siblings
 
     def test_an_instance_fit_reads_back_equal(self):
         inst = fit_one(HOST, vcpus=3, emulator="isolate", page=2048)
 
-        assert InstanceFit.from_json(json.loads(json.dumps(
-            inst.to_json()))) == inst
+        assert fit_from_json(json.loads(json.dumps(
+            fit_to_json(inst)))) == inst
 
     def test_without_a_host_only_the_document_is_checked(self):
         doc = edited(lambda d: cell0(d).update(pinning={"0": 40, "1": 41}))
 
-        usage = HostUsage.from_json(doc, None)
+        usage = usage_from_json(doc, None)
 
         assert usage.instances["i-0"].pinning == {0: 40, 1: 41}
         assert "instances.i-0.cells[0].pinning: host CPUs 40-41 are not " \
@@ -255,18 +256,18 @@ class TestTheDocumentedExamples:
     def test_the_claims_document_is_the_one_the_code_writes(self):
         (doc,) = self.blocks("json")
 
-        assert HostUsage.from_json(json.loads(doc), HOST) == self.db_1()
-        assert json.loads(doc) == self.db_1().to_json()
+        assert usage_from_json(json.loads(doc), HOST) == self.db_1()
+        assert json.loads(doc) == usage_to_json(self.db_1())
 
     def test_the_messages_are_the_ones_the_code_gives(self):
         web_1 = fill(HOST, 1, vcpus=12, memory_mb=2048, page=2048)
         with pytest.raises(ClaimError) as does_not_fit:
             fit_one(HOST, web_1, "web-2", vcpus=6, thread="isolate",
                     memory_mb=4096, page=2048)
-        hostile = self.db_1().to_json()
+        hostile = usage_to_json(self.db_1())
         hostile["instances"]["db-1"]["cells"][0]["pinning"]["1"] = 20
         with pytest.raises(ClaimError) as refused_document:
-            HostUsage.from_json(hostile, HOST)
+            usage_from_json(hostile, HOST)
         shown = [self.flat(b) for b in self.blocks("")]
 
         assert self.flat(str(does_not_fit.value)) in shown

@@ -34,6 +34,7 @@ from virtdriver.claims.model import (
     Flavor, NUMARequest)
 from virtdriver.claims.usage import (
     ClaimConflict, HostUsage, claim, release)
+from virtdriver.claims.usage_json import usage_from_json, usage_to_json
 from virtdriver.conf import PinningConfig
 from virtdriver.drivers.fake_host import spec_from_dict
 from virtdriver.drivers.host_resources import HostResources, host_resources
@@ -196,8 +197,8 @@ def test_no_sequence_of_claims_and_releases_overcommits(host, ratio, ops):
         assert release(after, new_fit.uuid) == usage
         usage = after
         assert_within_host(usage, host, ratio)
-        assert HostUsage.from_json(usage.to_json(), host,
-                                   cpu_allocation_ratio=ratio) == usage
+        assert usage_from_json(usage_to_json(usage), host,
+                               cpu_allocation_ratio=ratio) == usage
 
 
 def two_cpu_instance() -> tuple[NUMARequest, Flavor]:

@@ -8,18 +8,19 @@ import dataclasses
 import pytest
 
 from virtdriver.frozen import frozen_builder
-from virtdriver.resource_tracker.inventory import Inventory
-from virtdriver.resource_tracker.provider import ProviderData, make_record
+from virtdriver.providers.inventory import Inventory
+from virtdriver.providers.record import ProviderData, make_record
 
 UUID = "12345678-1234-1234-1234-123456789012"
 
 
 def test_all_required_builds_a_class_with_post_init_and_factories():
     build = frozen_builder(Inventory, all_required=True)
-    made = build(8, 1, 1, 8, 1, 2.0)
+    made = build(8, 1, 1, 2**31 - 1, 1, 2.0, ("total",))
     assert type(made) is Inventory
     assert made == Inventory(8, 1, 1, None, 1, 2.0)
-    assert hash(made) == hash(Inventory(8, 1, 1, 8, 1, 2.0))
+    assert made.given == ("total",)
+    assert hash(made) == hash(Inventory(8, 1, 1, 2**31 - 1, 1, 2.0))
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.total = 9
     with pytest.raises(TypeError):
@@ -35,7 +36,7 @@ def test_without_all_required_post_init_and_factories_are_refused():
 
 def test_make_record_is_an_ordinary_record():
     args = (UUID, "node", 3, None, UUID, {}, frozenset({"CUSTOM_A"}),
-            frozenset())
+            frozenset(), {})
     made = make_record(*args)
     assert type(made) is ProviderData
     assert made == ProviderData(*args)

@@ -29,7 +29,7 @@ def publish(tree, cells=2, nested=True, pinning=DEFAULT_PINNING, **spec):
 
 
 def names(tree):
-    return [tree.data(u).name for u in tree.get_provider_uuids()]
+    return [tree.record(u).name for u in tree.get_provider_uuids()]
 
 
 def test_names_and_page_classes():
@@ -57,17 +57,17 @@ def test_switching_to_flat_moves_inventory_to_the_root():
     tree = publish(ProviderTree(), pages_per_cell={2048: 8})
     publish(tree, nested=False, pages_per_cell={2048: 8})
     assert names(tree) == ["node"]
-    inventory = tree.data("node").inventory
+    inventory = tree.record("node").inventory
     assert inventory[orc.VCPU].total == 8
     assert inventory[page_resource_class(2048)].total == 16
     assert inventory[orc.DISK_GB].total == 50
-    assert os_traits.HW_NUMA_ROOT not in tree.data("node").traits
+    assert os_traits.HW_NUMA_ROOT not in tree.record("node").traits
 
 
 def test_zero_totals_are_left_out_and_reservations_kept():
     tree = publish(ProviderTree(), cells=1, pinning=PinningConfig(
         cpu_dedicated_set=frozenset({0, 1}), reserved_host_memory_mb=1024))
-    inventory = tree.data("node_NUMA0").inventory
+    inventory = tree.record("node_NUMA0").inventory
     assert orc.VCPU not in inventory
     assert inventory[orc.PCPU].total == 2
     assert inventory[orc.PCPU].allocation_ratio == 1.0
@@ -76,13 +76,13 @@ def test_zero_totals_are_left_out_and_reservations_kept():
 
 def test_cpu_traits_sit_on_the_cells_not_the_root():
     tree = publish(ProviderTree(), cpu={"model": "x", "features": ["avx2"]})
-    root = tree.data("node").traits
+    root = tree.record("node").traits
     assert os_traits.HW_CPU_X86_AVX2 not in root
     # The default cpu_mode (host-model) has no domain capabilities here:
     # the feature is unknown, so it is neither added nor removed.
     tree.add_traits("node_NUMA0", os_traits.HW_CPU_X86_AVX2)
     tree.add_traits("node", os_traits.HW_CPU_X86_AVX2)
     publish(tree, cpu={"model": "x", "features": ["avx2"]})
-    assert os_traits.HW_CPU_X86_AVX2 in tree.data("node_NUMA0").traits
+    assert os_traits.HW_CPU_X86_AVX2 in tree.record("node_NUMA0").traits
     # On the root it is an owned trait no root family answers: removed.
-    assert os_traits.HW_CPU_X86_AVX2 not in tree.data("node").traits
+    assert os_traits.HW_CPU_X86_AVX2 not in tree.record("node").traits

@@ -12,7 +12,7 @@ from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.provider_config import (
     Applied, AppliedRecord, ProviderConfigError, ProviderRecord, apply_plan,
     load_directory, plan, reported_classes, unmatched)
-from virtdriver.resource_tracker.inventory import Inventory
+from virtdriver.providers.inventory import Inventory
 from virtdriver.resource_tracker.provider_tree import ProviderTree
 
 CN1 = "c0000000-0000-4000-8000-000000000001"
@@ -60,11 +60,11 @@ class Cycles:
         return done
 
     def traits(self, name):
-        return {t for t in self.tree.data(name).traits
+        return {t for t in self.tree.record(name).traits
                 if t.startswith("CUSTOM_")}
 
     def inventory(self, name):
-        return dict(self.tree.data(name).inventory)
+        return dict(self.tree.record(name).inventory)
 
 
 def entry(ident, traits=(), inventories=None):
@@ -98,7 +98,7 @@ def test_compute_nodes_argument_says_which_roots(tmp_path):
 
 def test_name_and_uuid_reach_roots_and_children(tmp_path):
     run = Cycles(tmp_path)
-    numa = run.tree.data("cn2_NUMA0").uuid
+    numa = run.tree.record("cn2_NUMA0").uuid
     run.write("a.yaml", entry("{name: cn1_NUMA0}", ["CUSTOM_FPGA_HOST"]),
               entry(f"{{uuid: {numa.upper()}}}", ["CUSTOM_B"]),
               entry("{name: shared-storage}", ["CUSTOM_SSD"]))
@@ -232,7 +232,7 @@ def test_inventory_set_changed_and_removed(tmp_path):
     run.write("a.yaml", entry("{name: cn1_NUMA0}", inventories={
         "CUSTOM_X": "{total: 8}"}))
     done = run.cycle()
-    assert done.changes[run.tree.data("cn1_NUMA0").uuid].set_inventories == {
+    assert done.changes[run.tree.record("cn1_NUMA0").uuid].set_inventories == {
         "CUSTOM_X": Inventory(8)}
     assert run.inventory("cn1_NUMA0") == {"CUSTOM_X": Inventory(8)}
     run.write("a.yaml")
@@ -263,7 +263,7 @@ def test_someone_elses_inventory_is_refused_unless_identical(tmp_path):
         "CUSTOM_X": "{total: 4}"}))
     with pytest.raises(ProviderConfigError) as info:
         run.cycle()
-    numa = run.tree.data("cn1_NUMA0")
+    numa = run.tree.record("cn1_NUMA0")
     assert str(info.value) == (
         f"{path}:4: providers[0].inventories: CUSTOM_X is already on "
         f"{numa.label} with other values, set by someone else (the driver "
@@ -373,13 +373,13 @@ def test_edited_record_removes_only_custom_unlisted_unowned_names(tmp_path):
                               os_traits.HW_CPU_X86_AVX2,
                               os_traits.COMPUTE_NODE])
     done = run.cycle(ownership=Ownership(frozenset({"CUSTOM_DRIVER"})))
-    cn1 = run.tree.data("cn1").traits
+    cn1 = run.tree.record("cn1").traits
     # The one thing an edit can do: an unlisted CUSTOM_ trait, on the
     # provider the record names, that the provider has.
     assert done.changes[CN1].remove_traits == {"CUSTOM_OPERATOR"}
     assert {"CUSTOM_LISTED", "CUSTOM_DRIVER", os_traits.HW_CPU_X86_AVX2,
             os_traits.COMPUTE_NODE} <= cn1
-    assert "CUSTOM_OPERATOR" in run.tree.data("cn2").traits
+    assert "CUSTOM_OPERATOR" in run.tree.record("cn2").traits
     assert set(done.record.provider(CN1).traits) == {"CUSTOM_LISTED"}
     reasons = "\n".join(done.kept)
     assert "not a CUSTOM_ name (an edited record?)" in reasons
@@ -398,7 +398,7 @@ def test_edited_record_cannot_remove_a_standard_class_or_other_values(
         tmp_path):
     run = Cycles(tmp_path)
     run.tree.update_inventory("cn1_NUMA0", {"CUSTOM_X": {"total": 2}})
-    numa = run.tree.data("cn1_NUMA0").uuid
+    numa = run.tree.record("cn1_NUMA0").uuid
     run.record = forged(CN1, inventories={orc.VCPU: Inventory(8)}).updated(
         forged(numa, inventories={"CUSTOM_X": Inventory(3)}))
     done = run.cycle()
@@ -418,7 +418,7 @@ def test_record_of_providers_not_in_the_tree_is_kept_untouched(tmp_path):
 
 def test_reported_classes_are_what_the_files_did_not_apply(tmp_path):
     run = Cycles(tmp_path)
-    numa = run.tree.data("cn1_NUMA0").uuid
+    numa = run.tree.record("cn1_NUMA0").uuid
     run.tree.update_inventory(numa, {"CUSTOM_DRIVER": {"total": 1}})
     run.write("a.yaml", entry("{name: cn1_NUMA0}", inventories={
         "CUSTOM_FILE": "{total: 2}"}))

@@ -48,13 +48,13 @@ def test_worked_example_plans_and_deletes_as_the_doc_says(tmp_path):
     first = run(tmp_path, EXAMPLE, tree, AppliedRecord())
     shown_first, shown_delete = blocks("text")[:2]
     assert first.describe() == shown_first.splitlines()
-    assert tree.data("cmp1_NUMA1").traits == frozenset()
+    assert tree.record("cmp1_NUMA1").traits == frozenset()
 
     rows = re.findall(r"^\| `(\S+)` \| (trait|inventory) `(\w+)`.*"
                       r"\| `site\.yaml:(\d+)` \|$", TEXT, re.M)
     assert len(rows) == 4
     for provider, kind, name, line in rows:
-        uuid = tree.data(provider).uuid
+        uuid = tree.record(provider).uuid
         applied = getattr(first.record.provider(uuid),
                           "traits" if kind == "trait" else "inventories")
         assert applied[name].line == int(line)
@@ -75,7 +75,7 @@ def test_record_example_is_what_the_code_writes(tmp_path):
                                                    written["version"])
     entry = shown["providers"]["<cmp1 uuid>"]["traits"]["CUSTOM_RACK_7"]
     entry["file"] = entry["file"].replace(SHOWN_DIR, str(tmp_path))
-    cmp1 = written["providers"][tree.data("cmp1").uuid]
+    cmp1 = written["providers"][tree.record("cmp1").uuid]
     assert cmp1["traits"]["CUSTOM_RACK_7"] == entry
 
 

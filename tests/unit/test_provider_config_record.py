@@ -14,7 +14,7 @@ from virtdriver.provider_config import (
     Applied, AppliedRecord, ProviderRecord, RecordError, RecordFile,
     record_path)
 from virtdriver.provider_config.record import FORMAT
-from virtdriver.resource_tracker.inventory import Inventory
+from virtdriver.providers.inventory import Inventory
 
 UUID = "c0000000-0000-4000-8000-000000000001"
 OTHER = "c0000000-0000-4000-8000-000000000002"
@@ -40,8 +40,9 @@ def test_round_trip_through_the_file(tmp_path):
     assert document["format"] == FORMAT and document["version"] == 1
     assert document["providers"][UUID]["inventories"]["CUSTOM_X"] == {
         "file": "/etc/pc/a.yaml", "line": 12, "entry": 0, "added": True,
-        "applied": {"total": 4, "reserved": 1, "min_unit": 1, "max_unit": 4,
-                    "step_size": 1, "allocation_ratio": 1.0}}
+        "applied": {"total": 4, "reserved": 1, "min_unit": 1,
+                    "max_unit": 2**31 - 1, "step_size": 1,
+                    "allocation_ratio": 1.0}}
     assert "inventories" not in document["providers"][OTHER]
     assert [p.name for p in path.parent.iterdir()] == [path.name]
 

@@ -11,7 +11,7 @@ import pytest
 
 from virtdriver.provider_config import (
     EVERY_COMPUTE_NODE, ProviderConfigError, parse_file)
-from virtdriver.resource_tracker.inventory import Inventory
+from virtdriver.providers.inventory import Inventory
 
 UUID = "5213b75d-9260-42a6-b236-f39b0fd10561"
 
@@ -247,16 +247,16 @@ _HEAD = "meta: {schema_version: '1.0'}\nproviders:\n"
      "      additional:\n        - CUSTOM_X:\n            total: 4\n"
      "            reserved: 5\n", 8,
      "providers[0].inventories.additional[0].CUSTOM_X.reserved",
-     "5 is not an integer from 0 to total (4)"),
+     "5 is greater than total (4)"),
     (_HEAD + "  - identification: {name: a}\n    inventories:\n"
      "      additional:\n        - CUSTOM_X:\n            total: '4'\n", 7,
      "providers[0].inventories.additional[0].CUSTOM_X.total",
      "'4' is not an integer"),
     (_HEAD + "  - identification: {name: a}\n    inventories:\n"
      "      additional:\n        - CUSTOM_X:\n            total: 4\n"
-     "            allocation_ratio: 0\n", 8,
+     "            allocation_ratio: -1\n", 8,
      "providers[0].inventories.additional[0].CUSTOM_X.allocation_ratio",
-     "0 is not a finite number above 0"),
+     "makes the capacity (total - reserved) * ratio negative"),
     (_HEAD + "  - identification: {name: a}\n    inventories:\n"
      "      additional:\n        - CUSTOM_X:\n            total: 4\n"
      "            maximum: 2\n", 8,

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine, invariant, precondition, rule)
 
+from virtdriver.providers.inventory import MAX_INT
 from virtdriver.resource_tracker.provider_tree import (
     ProviderTree, TreeSnapshot, diff)
 
@@ -137,7 +138,7 @@ class ProviderTreeMachine(RuleBasedStateMachine):
         self.tree.update_inventory(target, inventory)
         self.model[target]["inventory"] = {
             rc: {"total": rec["total"], "reserved": rec["reserved"],
-                 "min_unit": 1, "max_unit": rec["total"], "step_size": 1,
+                 "min_unit": 1, "max_unit": MAX_INT, "step_size": 1,
                  "allocation_ratio": rec["allocation_ratio"]}
             for rc, rec in inventory.items()}
 
@@ -175,7 +176,7 @@ class ProviderTreeMachine(RuleBasedStateMachine):
     def tree_matches_model_and_lookups_agree(self) -> None:
         assert model_of(self.tree.snapshot()) == self.model
         for provider_uuid, provider in self.model.items():
-            assert self.tree.data(provider["name"]) is self.tree.data(
+            assert self.tree.record(provider["name"]) is self.tree.record(
                 provider_uuid)
 
     @invariant()
@@ -194,7 +195,7 @@ class ProviderTreeMachine(RuleBasedStateMachine):
             changes = diff(snap, self.tree)
             assert apply_diff(then, changes) == self.model
             unchanged = set(self.model) - {e.uuid for e in changes}
-            assert all(snap.data(u) == self.tree.data(u) for u in unchanged)
+            assert all(snap.record(u) == self.tree.record(u) for u in unchanged)
 
     @invariant()
     def json_round_trips(self) -> None:

@@ -17,12 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from virtdriver.resource_tracker import errors, provider, provider_tree
-from virtdriver.resource_tracker.inventory import (
-    MAX_INT, Inventory, _make, fast_inventory, validate_inventory)
-from virtdriver.resource_tracker.provider import (
+from virtdriver.providers import errors
+from virtdriver.providers import record as record_module
+from virtdriver.providers.inventory import (
+    FIELDS, MAX_INT, Inventory, _make, fast_inventory, validate_inventory)
+from virtdriver.providers.record import (
     ProviderData, check_aggregates, check_traits, fast_aggregates,
     fast_traits, make_record)
+from virtdriver.resource_tracker import provider_tree
 from virtdriver.resource_tracker.provider_tree import (
     InvalidProvider, ProviderTree)
 
@@ -126,13 +128,15 @@ BASE = {"total": 8, "reserved": 2, "min_unit": 2, "max_unit": 4,
         "step_size": 2, "allocation_ratio": 2.0}
 #: field -> values just inside and just outside its range, given BASE.
 EDGES = {
-    "total": ([4, MAX_INT], [3, 0, MAX_INT + 1, True, 8.0, None]),
+    # Placement's rules: each field in its range, reserved <= total
+    # (a capacity below 0 is refused); max_unit may exceed total.
+    "total": ([2, MAX_INT], [1, 0, MAX_INT + 1, True, 8.0, None]),
     "reserved": ([0, 8], [9, -1, False, 2.0, None]),
-    "max_unit": ([2, 8, None], [1, 9, 0, True]),
-    "min_unit": ([1, 4], [5, 0, True, 1.0, None]),
+    "max_unit": ([1, 9, MAX_INT, None], [0, MAX_INT + 1, True]),
+    "min_unit": ([1, 5, MAX_INT], [0, MAX_INT + 1, True, 1.0, None]),
     "step_size": ([1, MAX_INT], [0, MAX_INT + 1, True, None]),
-    "allocation_ratio": ([1e-9, 1e300, 3], [0.0, -1.0, math.inf, math.nan,
-                                            True, "2"]),
+    "allocation_ratio": ([1e-9, 3e38, 3], [-1.0, 4e38, math.inf, math.nan,
+                                           True, "2"]),
 }
 
 
@@ -188,13 +192,13 @@ def test_fast_aggregates_vouches_only_for_canonical_uuids(given):
 def test_make_record_builds_an_ordinary_frozen_record():
     inventory = {orc.VCPU: Inventory(4)}
     made = make_record("u", "n", 3, "p", "r", inventory,
-                       frozenset({"T"}), frozenset())
+                       frozenset({"T"}), frozenset(), {})
     built = ProviderData("u", "n", 3, "p", "r", inventory, frozenset({"T"}))
     assert type(made) is ProviderData and made == built
     assert repr(made) == repr(built)
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.name = "other"
-    record = _make(8, 1, 1, 4, 1, 2.0)
+    record = _make(8, 1, 1, 4, 1, 2.0, FIELDS)
     assert type(record) is Inventory
     assert record == Inventory(8, 1, 1, 4, 1, 2.0)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -205,7 +209,7 @@ def test_valid_writes_never_build_a_label(monkeypatch):
     def no_label(*_):
         raise AssertionError("a label was built for a valid write")
 
-    for module in (errors, provider, provider_tree):
+    for module in (errors, record_module, provider_tree):
         monkeypatch.setattr(module, "describe", no_label)
     tree = ProviderTree()
     root = tree.new_root("cn", "a1b2c3d4-0000-4000-8000-0000000000aa",
@@ -216,7 +220,7 @@ def test_valid_writes_never_build_a_label(monkeypatch):
                        generation=2)
     tree.add_traits(root, os_traits.COMPUTE_NODE)
     tree.update_aggregates(root, [AGG])
-    assert tree.data(child).generation == 2
+    assert tree.record(child).generation == 2
     monkeypatch.undo()
     with pytest.raises(InvalidProvider, match=r"provider 'cn_NUMA0' \("):
         tree.update_traits(child, ["bad"])  # an error still names it

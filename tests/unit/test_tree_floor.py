@@ -53,7 +53,7 @@ def test_same_inventories_accepted_and_stored(given):
     assert refused == floor_refused
     if not refused:
         assert {rc: record.as_dict() for rc, record
-                in tree.data(ROOT).inventory.items()} == floor.data(
+                in tree.record(ROOT).inventory.items()} == floor.data(
                     ROOT)["inventory"]
 
 
@@ -78,7 +78,7 @@ def check_same(given) -> None:
                                               given), bool)), given
     if not refused:
         assert {rc: record.as_dict() for rc, record
-                in tree.data(ROOT).inventory.items()} == floor.data(
+                in tree.record(ROOT).inventory.items()} == floor.data(
                     ROOT)["inventory"]
 
 
@@ -90,7 +90,7 @@ def test_same_traits_accepted(given):
     assert refused == (not isinstance(outcome(floor.update_traits, ROOT,
                                               given), bool))
     if not refused:
-        assert tree.data(ROOT).traits == floor.data(ROOT)["traits"]
+        assert tree.record(ROOT).traits == floor.data(ROOT)["traits"]
 
 
 @settings(max_examples=200, deadline=None)

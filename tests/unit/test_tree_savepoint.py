@@ -50,8 +50,8 @@ def test_rollback_restores_content_generations_and_child_order():
         savepoint.rollback()
     assert state(tree) == before
     assert tree.get_provider_uuids(root)[1:4] == [
-        kids[0], kids[1], tree.data("pf0").uuid]
-    assert tree.data(kids[0]).generation == 3
+        kids[0], kids[1], tree.record("pf0").uuid]
+    assert tree.record(kids[0]).generation == 3
 
 
 def test_rollback_of_a_removed_last_child_and_of_a_new_parent():
@@ -160,7 +160,7 @@ def test_an_ended_savepoint_is_a_clear_error(how):
         view = savepoint.before
         getattr(savepoint, how)()
         for use in (savepoint.release, savepoint.rollback,
-                    lambda: savepoint.before, lambda: view.data(root)):
+                    lambda: savepoint.before, lambda: view.record(root)):
             with pytest.raises(SavepointError) as caught:
                 use()
             message = str(caught.value)
@@ -195,11 +195,11 @@ def test_journaled_writes_never_copy_the_index(monkeypatch):
         child = tree.new_child("c", "r3")
         tree.update_traits(child, [AVX])
         tree.remove("r10")
-        tree.populate_from_iterable([{"uuid": tree.data("r4").uuid,
+        tree.populate_from_iterable([{"uuid": tree.record("r4").uuid,
                                       "name": "r4", "traits": [SSE]}])
         savepoint.before.get_provider_uuids_in_tree("r3")
         savepoint.rollback()
-    assert len(tree) == 50 and tree.data("r4").traits == frozenset()
+    assert len(tree) == 50 and tree.record("r4").traits == frozenset()
 
 
 def test_populate_stays_all_or_nothing_inside_a_savepoint():
@@ -210,7 +210,7 @@ def test_populate_stays_all_or_nothing_inside_a_savepoint():
         middle = state(tree)
         with pytest.raises(InvalidProvider):
             tree.populate_from_iterable([
-                {"uuid": tree.data("other").uuid, "name": "other"},
+                {"uuid": tree.record("other").uuid, "name": "other"},
                 {"uuid": "0" * 8 + "-0000-4000-8000-" + "0" * 12,
                  "name": "bad", "traits": ["lower"]}])
         assert state(tree) == middle and savepoint.active
@@ -236,15 +236,15 @@ def test_before_reads_the_tree_as_it_was_at_the_savepoint():
                              "fresh", "nowhere"]:
             assert before.exists(name_or_uuid) == then.exists(name_or_uuid)
             if then.exists(name_or_uuid):
-                assert before.data(name_or_uuid) is then.data(name_or_uuid)
+                assert before.record(name_or_uuid) is then.record(name_or_uuid)
                 assert (before.get_provider_uuids_in_tree(name_or_uuid)
                         == then.get_provider_uuids_in_tree(name_or_uuid))
         assert before.get_provider_uuids() == then.get_provider_uuids()
         assert before.subtree_stamp(root) == then.subtree_stamp(root)
         with pytest.raises(ProviderNotFound):
-            before.data("fresh")
+            before.record("fresh")
         tree.update_traits(root, [AVX, SSE])  # a later write: re-read
-        assert before.data(root) is then.data(root)
+        assert before.record(root) is then.record(root)
         savepoint.release()
 
 
@@ -265,7 +265,7 @@ def test_before_reads_on_across_an_inner_rollback():
         before = outer.before
         assert before.get_provider_uuids() == then.get_provider_uuids()
         for uuid in then.get_provider_uuids():
-            assert before.data(uuid) is then.data(uuid)
+            assert before.record(uuid) is then.record(uuid)
         assert not before.exists("a") and not before.exists("c")
         outer.rollback()
 
@@ -275,7 +275,7 @@ def test_before_reads_on_across_an_inner_rollback():
 
 def test_every_kind_of_write_gives_the_root_a_new_stamp():
     tree, root, kids = host()
-    other = tree.data("other").uuid
+    other = tree.record("other").uuid
     seen = {tree.subtree_stamp(root)}
     writes = [
         lambda: tree.update_traits(kids[2], [AVX]),

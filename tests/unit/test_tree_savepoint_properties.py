@@ -36,7 +36,7 @@ def check_before(savepoint, snapshot) -> None:
     for name in NAMES + [p.uuid for p in snapshot.providers()]:
         assert before.exists(name) == snapshot.exists(name)
         if snapshot.exists(name):
-            assert before.data(name) is snapshot.data(name)
+            assert before.record(name) is snapshot.record(name)
             assert (before.get_provider_uuids_in_tree(name)
                     == snapshot.get_provider_uuids_in_tree(name))
     assert before.get_provider_uuids() == snapshot.get_provider_uuids()
@@ -60,9 +60,9 @@ def write(tree: ProviderTree, op: str, a: int, b: int) -> None:
     elif op == "traits":
         tree.update_traits(target, TRAITS[:b % 4])
     elif op == "generation":
-        tree.update_traits(target, tree.data(target).traits, generation=b)
+        tree.update_traits(target, tree.record(target).traits, generation=b)
     elif op == "populate":  # replace a provider's subtree by a leaf
-        record = tree.data(target)
+        record = tree.record(target)
         tree.populate_from_iterable([{
             "uuid": record.uuid, "name": record.name,
             "parent_provider_uuid": record.parent_uuid,

@@ -132,22 +132,6 @@ class InstanceFit:
         """Every dedicated host CPU the instance takes."""
         return frozenset().union(*(c.host_cpus for c in self.cells))
 
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready document (:mod:`virtdriver.claims.usage_json`)."""
-        from virtdriver.claims import usage_json  # it imports this module
-        return usage_json.fit_to_json(self)
-
-    @classmethod
-    def from_json(cls, document: Any, where: str = "fit") -> InstanceFit:
-        """The fit a :meth:`to_json` document stands for, its types and
-        inner consistency checked (not against a host).
-
-        Raises:
-            InvalidClaims: every field at fault, named from ``where``.
-        """
-        from virtdriver.claims import usage_json
-        return usage_json.fit_from_json(document, where)
-
 
 @dataclass(frozen=True)
 class CellUsage:
@@ -213,25 +197,6 @@ class HostUsage:
         """Small-page memory over every cell plus the floating memory."""
         return self.floating_memory_mb + sum(c.small_memory_mb
                                              for c in self.cells.values())
-
-    def to_json(self) -> dict[str, Any]:
-        """The claims document (:mod:`virtdriver.claims.usage_json`)."""
-        from virtdriver.claims import usage_json  # it imports this module
-        return usage_json.usage_to_json(self)
-
-    @classmethod
-    def from_json(cls, document: Any, host: HostResources | None, *,
-                  cpu_allocation_ratio: float | None = None) -> HostUsage:
-        """The usage a :meth:`to_json` document stands for, refused unless
-        it is well formed, consistent and (with ``host``) fits the host by
-        every capacity rule; ``host=None`` checks the document alone.
-
-        Raises:
-            InvalidClaims: every field at fault (``instances.<uuid>.…``).
-        """
-        from virtdriver.claims import usage_json
-        return usage_json.usage_from_json(
-            document, host, cpu_allocation_ratio=cpu_allocation_ratio)
 
 
 def _cell_totals(fits: Iterable[InstanceFit]) -> Mapping[int, CellUsage]:

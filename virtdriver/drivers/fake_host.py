@@ -49,7 +49,7 @@ from virtdriver.capabilities.traits.host_traits import hw_arch_trait
 from virtdriver.cpuset import MAX_CPU_ID
 from virtdriver.drivers.data_files import (
     check_fields, check_trait_list, kind_of, load_data_file)
-from virtdriver.resource_tracker.provider import MAX_NAME_LENGTH
+from virtdriver.providers.record import MAX_NAME_LENGTH
 
 _KEYS = {"name", "arch", "cpu", "cells", "cores_per_cell", "threads_per_core",
          "memory_mb_per_cell", "pages_per_cell", "traits", "capabilities"}

@@ -123,20 +123,20 @@ def publish_host(tree: Any, nodename: str, *, host: HostCapabilities,
                                              ram_ratio))
         root_report = report
     tree.update_inventory(nodename, root_inventory)
-    tree.update_traits(nodename, apply_report(tree.data(nodename).traits,
+    tree.update_traits(nodename, apply_report(tree.record(nodename).traits,
                                               root_report))
     _remove_stale_cells(tree, nodename, set(wanted_cells))
     cells_by_id = {cell.id: cell for cell in host.cells}
     for name, cell in wanted_cells.items():
         if not tree.exists(name):
             tree.new_child(name, nodename,
-                           child_uuid(tree.data(nodename).uuid, name))
+                           child_uuid(tree.record(nodename).uuid, name))
         tree.update_inventory(name, cell_inventory((cell,), cpu_ratio,
                                                    ram_ratio))
         numa_root = numa_cell_result(host, cells_by_id[cell.cell_id])
         cell_report = _subset(report, lambda r: r.family in CPU_FAMILIES,
                               (numa_root,))
-        tree.update_traits(name, apply_report(tree.data(name).traits,
+        tree.update_traits(name, apply_report(tree.record(name).traits,
                                               cell_report))
 
 
@@ -144,10 +144,10 @@ def _remove_stale_cells(tree: Any, nodename: str, wanted: set[str]) -> None:
     """Remove cell children no longer wanted: only those this module
     made (their uuid is derived from the root's and their name), never a
     provider someone else put under the root."""
-    root_uuid = tree.data(nodename).uuid
+    root_uuid = tree.record(nodename).uuid
     prefix = f"{nodename}_NUMA"
     for uuid in tree.get_provider_uuids(nodename):
-        data = tree.data(uuid)
+        data = tree.record(uuid)
         if (data.parent_uuid == root_uuid and data.name.startswith(prefix)
                 and data.name not in wanted
                 and is_derived_child(uuid, data.name, root_uuid)):

@@ -280,7 +280,7 @@ class IronicDriver(ComputeDriver):
                 tree.new_root(node.uuid, node.uuid)
             tree.update_inventory(node.uuid, node_inventory(node))
             tree.update_traits(node.uuid, apply_report(
-                tree.data(node.uuid).traits, report))
+                tree.record(node.uuid).traits, report))
             self._remember(node)
 
     # --- reading the file ------------------------------------------------

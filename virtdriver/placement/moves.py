@@ -21,7 +21,7 @@ from virtdriver.placement.errors import (
     PlacementUnavailable, ProviderMoved)
 from virtdriver.placement.result import OutcomeBuilder
 from virtdriver.placement.state import Known, Listed
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.record import ProviderData
 
 
 class Moves:

@@ -124,7 +124,7 @@ class TrackerOwnership:
         tree, driver = self.tracker.tree, self.tracker.driver
         if not tree.exists(uuid):
             return driver.ownership if uuid in self._gone else None
-        record = tree.data(uuid)
+        record = tree.record(uuid)
         managed = self.tracker.manages(uuid)
         if record.parent_uuid is not None:
             if not (managed or is_derived_child(uuid, record.name,

@@ -28,8 +28,8 @@ from types import MappingProxyType
 
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.placement.state import Known
-from virtdriver.resource_tracker.inventory import FIELDS, Inventory
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.inventory import FIELDS, Inventory
+from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.reconcile import drift, owner, reconcile
 
 _EMPTY: frozenset[str] = frozenset()

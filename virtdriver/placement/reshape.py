@@ -85,7 +85,7 @@ from virtdriver.placement.reshape_plan import (
     in_use, moving_consumers, plan_reshape)
 from virtdriver.placement.result import OutcomeBuilder
 from virtdriver.placement.state import Listed, SyncState
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.snapshot import TreeReader
 
 LOG = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ def fit_placement(fit: InstanceFit, nodename: str, tree: TreeReader
     pages on its host cell's provider (``<node>_NUMA<id>``, or the root
     when the tree is flat); an instance without a NUMA topology on the
     root."""
-    root = tree.data(nodename).uuid
+    root = tree.record(nodename).uuid
     found: dict[str, dict[str, int]] = {}
 
     def add(provider: str, rc: str, amount: int) -> None:
@@ -136,7 +136,7 @@ def fit_placement(fit: InstanceFit, nodename: str, tree: TreeReader
 
     for cell in fit.cells:
         name = cell_provider_name(nodename, cell.host_cell)
-        provider = tree.data(name).uuid if tree.exists(name) else root
+        provider = tree.record(name).uuid if tree.exists(name) else root
         add(provider, orc.VCPU, len(cell.shared_vcpus))
         add(provider, orc.PCPU, len(cell.pinning) + len(cell.emulator_cpus))
         add(provider, orc.MEMORY_MB, cell.memory_mb)

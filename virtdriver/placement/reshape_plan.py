@@ -45,8 +45,8 @@ import os_resource_classes as orc
 
 from virtdriver.drivers.host_tree import PAGE_RC_PREFIX
 from virtdriver.placement.plan import same_inventory
-from virtdriver.resource_tracker.inventory import Inventory
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.inventory import Inventory
+from virtdriver.providers.record import ProviderData
 
 #: Resource classes the NUMA claims speak for.
 CLAIMED_CLASSES = frozenset({orc.VCPU, orc.PCPU, orc.MEMORY_MB})

@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from virtdriver.placement.client import RequestCounts
-from virtdriver.resource_tracker.inventory import Inventory
+from virtdriver.providers.inventory import Inventory
 
 if TYPE_CHECKING:
     from virtdriver.placement.plan import ProviderPlan

@@ -13,7 +13,7 @@ never a proof: it never makes the sync delete anything or remove a trait
 only cost reads.
 
 The file, ``<state_dir>/placement-sync.json``, is written atomically
-(:func:`~virtdriver.resource_tracker.state_file.write_atomically`) and only
+(:func:`~virtdriver.state_file.write_atomically`) and only
 when it changed, under the state directory's lock when used through
 :meth:`SyncStateFile.locked`::
 
@@ -51,11 +51,11 @@ from typing import NamedTuple
 
 from virtdriver.filelock import DEFAULT_TIMEOUT, exclusive_lock
 from virtdriver.placement.errors import PlacementRequestError
-from virtdriver.resource_tracker.errors import ProviderTreeError
-from virtdriver.resource_tracker.inventory import Inventory, validate_inventory
-from virtdriver.resource_tracker.provider import (
+from virtdriver.providers.errors import ProviderTreeError
+from virtdriver.providers.inventory import Inventory, validate_inventory
+from virtdriver.providers.record import (
     check_aggregates, check_generation, check_name, check_traits, check_uuid)
-from virtdriver.resource_tracker.state_file import write_atomically
+from virtdriver.state_file import write_atomically
 from virtdriver.resource_tracker.tracker import LOCK_FILE
 from virtdriver.state_dir import UnsafeStateError, read_state_file
 

@@ -55,7 +55,7 @@ from virtdriver.placement.reshape import Reshaper, in_use_message
 from virtdriver.placement.reshape_plan import PlacementOf
 from virtdriver.placement.result import OutcomeBuilder, SyncResult
 from virtdriver.placement.state import Known, Listed, SyncState, SyncStateFile
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.snapshot import TreeReader
 
 LOG = logging.getLogger(__name__)

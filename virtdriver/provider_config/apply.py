@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import os_traits
 
@@ -40,11 +41,13 @@ from virtdriver.provider_config.model import (
     Identification, ProviderConfig, ProviderConfigError, ProviderEntry)
 from virtdriver.provider_config.record import (
     Applied, AppliedRecord, ProviderRecord)
-from virtdriver.resource_tracker.inventory import (
+from virtdriver.providers.inventory import (
     Inventory, invalid_resource_class_reason)
-from virtdriver.resource_tracker.provider import ProviderData
-from virtdriver.resource_tracker.provider_tree import ProviderTree
-from virtdriver.resource_tracker.snapshot import TreeReader
+from virtdriver.providers.record import ProviderData
+
+if TYPE_CHECKING:  # annotations only: the tracker imports this package
+    from virtdriver.resource_tracker.provider_tree import ProviderTree
+    from virtdriver.resource_tracker.snapshot import TreeReader
 
 _EMPTY: Mapping = MappingProxyType({})
 _NOTHING = Ownership(frozenset())
@@ -160,7 +163,7 @@ def plan(config: ProviderConfig, tree: TreeReader, record: AppliedRecord, *,
         providers = tree.providers()
         warnings = unmatched(config, tree)
     else:
-        providers = [tree.data(uuid) for uuid in dict.fromkeys(scope)
+        providers = [tree.record(uuid) for uuid in dict.fromkeys(scope)
                      if tree.exists(uuid)]
         warnings = []
     targets = _targets(config, providers, compute_nodes)
@@ -197,7 +200,7 @@ def hold(tree: TreeReader, record: AppliedRecord, scope: Iterable[str], *,
     for uuid in dict.fromkeys(scope):
         if uuid not in record or not tree.exists(uuid):
             continue
-        current, recorded = tree.data(uuid), record.provider(uuid)
+        current, recorded = tree.record(uuid), record.provider(uuid)
         add = frozenset(
             trait for trait in recorded.traits
             if trait not in current.traits and _removable(trait, False)
@@ -223,7 +226,7 @@ def apply_plan(tree: ProviderTree, plan: Plan) -> None:
             providers changed before it stay changed (restore a snapshot).
     """
     for uuid, change in plan.changes.items():
-        current = tree.data(uuid)
+        current = tree.record(uuid)
         if change.add_traits or change.remove_traits:
             tree.update_traits(uuid, change.traits_after(current.traits))
         if change.set_inventories or change.remove_inventories:
@@ -241,7 +244,7 @@ def reported_classes(tree: TreeReader, uuids: Iterable[str],
     for uuid in uuids:
         if tree.exists(uuid):
             applied = record.provider(uuid).inventories
-            found.update(rc for rc in tree.data(uuid).inventory
+            found.update(rc for rc in tree.record(uuid).inventory
                          if rc not in applied)
     return frozenset(found)
 
@@ -291,7 +294,7 @@ def _find(tree: TreeReader, ident: Identification) -> str | None:
     key = ident.uuid if ident.uuid is not None else ident.name
     if key is None or not tree.exists(key):
         return None
-    found = tree.data(key)
+    found = tree.record(key)
     matches = found.uuid if ident.uuid is not None else found.name
     return found.uuid if matches == key else None
 

@@ -18,7 +18,7 @@ from virtdriver.conf.defaults import PROVIDER_CONFIG_LOCATION
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.provider_config.model import (
     ProviderConfig, ProviderConfigError, ProviderEntry)
-from virtdriver.resource_tracker.state_file import Signature, signature
+from virtdriver.state_file import Signature, signature
 
 #: File name endings read from the directory.
 SUFFIXES = (".yaml", ".yml")

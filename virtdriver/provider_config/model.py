@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from virtdriver.resource_tracker.inventory import Inventory
+from virtdriver.providers.inventory import Inventory
 
 #: The ``identification: {uuid: ...}`` value meaning "every compute node
 #: root this service manages".

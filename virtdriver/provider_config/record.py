@@ -24,7 +24,7 @@ The file is ``<state dir>/provider-config-<driver>.json``::
                                      "added": true,
                                      "applied": {"total": 4, ...}}}}}}
 
-written atomically (:func:`~virtdriver.resource_tracker.state_file.
+written atomically (:func:`~virtdriver.state_file.
 write_atomically`) under the state directory's lock, which the tracker
 holds around every update.
 """
@@ -39,13 +39,12 @@ from typing import Any
 
 from virtdriver.capabilities.traits.names import CUSTOM_PREFIX, invalid_reason
 from virtdriver.provider_config.model import Source
-from virtdriver.resource_tracker.errors import InvalidProvider
-from virtdriver.resource_tracker.inventory import (
+from virtdriver.providers.errors import InvalidProvider
+from virtdriver.providers.inventory import (
     Inventory, invalid_resource_class_reason, validate_inventory)
-from virtdriver.resource_tracker.ledger import ledger_path
-from virtdriver.resource_tracker.provider import check_uuid
-from virtdriver.resource_tracker.state_file import (
-    CachedFile, read_json, save_json)
+from virtdriver.providers.record import check_uuid
+from virtdriver.state_file import (
+    CachedFile, driver_file, read_json, save_json)
 
 FORMAT = "virtdriver-provider-config-record"
 VERSION = 1
@@ -76,10 +75,9 @@ def record_path(state_dir: pathlib.Path | str, driver_name: str
 
     Raises:
         ValueError: ``driver_name`` cannot be part of a file name (the
-            ledger's rule).
+            ledger's rule, :func:`virtdriver.state_file.driver_file`).
     """
-    ledger = ledger_path(state_dir, driver_name)  # checks the name
-    return ledger.with_name(f"provider-config-{driver_name}.json")
+    return driver_file(state_dir, "provider-config", driver_name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +227,7 @@ class AppliedRecord(Mapping[str, ProviderRecord]):
 
 class RecordFile(CachedFile[AppliedRecord]):
     """One record file, shared by the processes using its state directory
-    (:class:`~virtdriver.resource_tracker.state_file.CachedFile`: re-read
+    (:class:`~virtdriver.state_file.CachedFile`: re-read
     when another process saved it, written only when it changed; use under
     the state lock, as the tracker does for the ledger).
 

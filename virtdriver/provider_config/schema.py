@@ -33,10 +33,10 @@ from virtdriver.provider_config.marks import MarkedList, MarkedMap, read_marked
 from virtdriver.provider_config.model import (
     EVERY_COMPUTE_NODE, Identification, ProviderConfigError, ProviderEntry,
     Source)
-from virtdriver.resource_tracker.errors import InvalidProvider
-from virtdriver.resource_tracker.inventory import (
+from virtdriver.providers.errors import InvalidProvider
+from virtdriver.providers.inventory import (
     invalid_resource_class_reason, validate_inventory)
-from virtdriver.resource_tracker.provider import MAX_NAME_LENGTH
+from virtdriver.providers.record import MAX_NAME_LENGTH
 
 #: The schema version this virtdriver writes and reads all fields of.
 SCHEMA_VERSION = "1.0"

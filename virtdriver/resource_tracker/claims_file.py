@@ -28,7 +28,7 @@ from virtdriver.claims.usage_json import (
     InvalidClaims, usage_from_json, usage_to_json)
 from virtdriver.drivers.host_resources import HostResources
 from virtdriver.resource_tracker.ledger import ledger_path
-from virtdriver.resource_tracker.state_file import (
+from virtdriver.state_file import (
     Signature, read_json, signature, write_atomically)
 
 FORMAT = "virtdriver-tracker-claims"

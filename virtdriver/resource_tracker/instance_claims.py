@@ -108,11 +108,11 @@ def provider_usages(driver: ComputeDriver, claims: ClaimsFile,
         host = driver.node_resources(nodename)
         if host is None or not tree.exists(nodename):
             continue
-        root = tree.data(nodename).uuid
+        root = tree.record(nodename).uuid
         for cell_id, row in inventory_usage(usage, host).items():
             name = (None if cell_id is None
                     else cell_provider_name(nodename, cell_id))
-            target = (tree.data(name).uuid if name and tree.exists(name)
+            target = (tree.record(name).uuid if name and tree.exists(name)
                       else root)
             into = result.setdefault(target, {})
             for rc, amount in row.items():
@@ -140,7 +140,7 @@ def check_rebuild_claim(instance: Instance,
 
     def lookup(uuid: str) -> ProviderInfo | None:
         if tree.exists(uuid):
-            data = tree.data(uuid)
+            data = tree.record(uuid)
             return ProviderInfo(data.traits, data.root_uuid, data.name)
         return extra.get(uuid)
 

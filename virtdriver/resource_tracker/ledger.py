@@ -22,16 +22,14 @@ file is always safe (``docs/resource-tracker.md``, "Recovery").
 from __future__ import annotations
 
 import pathlib
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 
-from virtdriver.resource_tracker.state_file import (
-    CachedFile, read_json, save_json)
+from virtdriver.state_file import (
+    CachedFile, driver_file, read_json, save_json)
 
 FORMAT = "virtdriver-trait-ledger"
 VERSION = 1
-_DRIVER_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _RECOVERY = ("delete {path}; the next update rebuilds it from the driver's "
              "owned names — nothing foreign is lost")
 
@@ -57,14 +55,10 @@ def ledger_path(state_dir: pathlib.Path | str, driver_name: str
     """``<state_dir>/ledger-<driver_name>.json``.
 
     Raises:
-        ValueError: ``driver_name`` is not made of letters, digits, ``_``,
-            ``.`` and ``-`` (it becomes part of a file name).
+        ValueError: ``driver_name`` cannot be part of a file name
+            (:func:`virtdriver.state_file.driver_file`).
     """
-    if not _DRIVER_NAME.fullmatch(driver_name):
-        raise ValueError(
-            f"driver name {driver_name!r} cannot name a ledger file; use "
-            "letters, digits, '_', '.' and '-' only")
-    return pathlib.Path(state_dir) / f"ledger-{driver_name}.json"
+    return driver_file(state_dir, "ledger", driver_name)
 
 
 class Ledger(Mapping[str, frozenset[str]]):

@@ -172,7 +172,7 @@ class ProviderConfigStep:
                         "provider config: %s: no such directory; %r keeps "
                         "%s, which the files applied, until it exists "
                         "again (create it empty to remove them)",
-                        self.location, tree.data(uuid).name,
+                        self.location, tree.record(uuid).name,
                         ", ".join(names))
         return config is not None and kept.empty
 

@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from virtdriver.resource_tracker.errors import ProviderNotFound
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.errors import ProviderNotFound
+from virtdriver.providers.record import ProviderData
 
 #: ``old`` of a log entry whose key was absent before the write.
 MISSING = object()

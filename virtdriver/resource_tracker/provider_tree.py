@@ -16,27 +16,31 @@ lists the few differences.  What it adds:
 * a canonical JSON form (:meth:`to_json` / :meth:`ProviderTree.from_json`).
 
 Each provider is an immutable :class:`ProviderData`, replaced on write;
-storage is copy-on-write (see :mod:`.provider_index`).
+storage is copy-on-write (see :mod:`.provider_index`), so ``snapshot()``,
+``copy.deepcopy(tree)`` and ``subtree()`` share records instead of
+copying them.
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
+from typing import Any
 from uuid import uuid4
 
 from virtdriver.drivers.identity import child_uuid
-from virtdriver.resource_tracker import tree_json
-from virtdriver.resource_tracker.errors import (
+from virtdriver.resource_tracker import tree_copy, tree_json
+from virtdriver.providers.errors import (
     InvalidProvider, ProviderExists, ProviderNotFound, ProviderTreeError,
     describe)
-from virtdriver.resource_tracker.inventory import (
-    Inventory, fast_inventory, validate_inventory)
-from virtdriver.resource_tracker.provider import (
-    MAX_NAME_LENGTH, UUID_MATCH, ProviderData, check_aggregates,
-    check_generation, check_name, check_traits, check_uuid, fast_aggregates,
-    fast_traits, make_record)
+from virtdriver.providers.inventory import (
+    Inventory, fast_inventory, inventory_changed, validate_inventory)
+from virtdriver.providers.record import (
+    MAX_NAME_LENGTH, UUID_MATCH, ProviderCopy, ProviderData,
+    check_aggregates, check_generation, check_name, check_traits,
+    check_uuid, fast_aggregates, fast_traits, make_record)
 from virtdriver.resource_tracker.provider_index import ProviderIndex
 from virtdriver.resource_tracker.savepoint import (
     Journal, Savepoint, SavepointError, TreeBefore)
@@ -44,7 +48,8 @@ from virtdriver.resource_tracker.snapshot import TreeReader, TreeSnapshot
 from virtdriver.resource_tracker.tree_diff import ProviderDiff, TreeDiff, diff
 from virtdriver.resource_tracker.tree_load import parents_first
 
-__all__ = ["Inventory", "InvalidProvider", "ProviderData", "ProviderDiff",
+__all__ = ["Inventory", "InvalidProvider", "ProviderCopy", "ProviderData",
+           "ProviderDiff",
            "ProviderExists", "ProviderNotFound", "ProviderTree",
            "ProviderTreeError", "Savepoint", "SavepointError", "TreeBefore",
            "TreeDiff", "TreeSnapshot", "diff"]
@@ -53,20 +58,28 @@ _SET_CHECKS = {"traits": check_traits, "aggregates": check_aggregates}
 _FAST_SET_CHECKS = {"traits": fast_traits, "aggregates": fast_aggregates}
 _EMPTY: frozenset[str] = frozenset()
 _NO_INVENTORY: Mapping = MappingProxyType({})
+_NO_RESOURCES: Mapping = MappingProxyType({})
+#: The lock every tree made without one of its own shares, as Nova's trees
+#: share one named lock (so a deep copy and its original exclude each
+#: other); re-entrant.
+SHARED_LOCK = threading.RLock()
 
 
 class ProviderTree(TreeReader):
     """A thread-safe forest of resource providers.
 
-    Every method takes the tree's own lock (a re-entrant lock, also
-    available as :attr:`lock`); reads return immutable records, so nothing
-    a caller holds changes under it.  Write methods raise subclasses of
-    :class:`ValueError` (see :mod:`.errors`) and leave the tree unchanged
-    when they do.
+    Every method takes the tree's lock (re-entrant, :attr:`lock`): by
+    default :data:`SHARED_LOCK`, which every such tree shares as Nova's
+    do; pass ``lock`` (e.g. ``threading.RLock()``) to give a tree its own.
+    A deep copy and a ``subtree()`` share their source's lock.  Reads
+    return immutable records or fresh copies, so nothing a caller holds
+    changes under it.  Write methods raise subclasses of
+    :class:`ValueError` (see :mod:`virtdriver.providers.errors`) and leave
+    the tree unchanged when they do.
     """
 
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
+    def __init__(self, lock: Any = None) -> None:
+        self._lock = lock if lock is not None else SHARED_LOCK
         self._index = ProviderIndex()
         # True while a snapshot shares self._index: copy before writing.
         self._shared = False
@@ -116,6 +129,29 @@ class ProviderTree(TreeReader):
             self._index = snapshot._index
             self._shared = True
             self._journal.abandon("ended by restore()")
+
+    def __deepcopy__(self, memo: dict) -> ProviderTree:
+        """A tree with the same providers, sharing this one's lock and
+        (copy-on-write) its records: O(1).  Savepoints are not copied."""
+        return tree_copy.deep_copy(self)
+
+    def __getstate__(self) -> dict:
+        """Pickle the providers (parents first) and stamps, not the lock."""
+        return tree_copy.state_of(self)
+
+    def __setstate__(self, state: dict) -> None:
+        tree_copy.load_state(self, state)
+
+    def subtree(self, name_or_uuid: str) -> ProviderTree:
+        """A new tree holding only the tree of root ``name_or_uuid``, as
+        Nova's ``subtree()``: changes to either never show in the other.
+        It shares this tree's lock and records; O(providers in it).
+
+        Raises:
+            ProviderNotFound: no provider has this name or uuid.
+            ProviderTreeError: the provider is not a root.
+        """
+        return tree_copy.subtree(self, name_or_uuid)
 
     # -- creating and removing providers ------------------------------------
 
@@ -214,19 +250,54 @@ class ProviderTree(TreeReader):
 
         ``inventory`` maps resource class to an :class:`Inventory` or a
         Nova-style dict (``total`` plus any other field; the rest get
-        Placement's defaults).  ``generation``, when given, is stored even
-        if nothing else changed.
+        Placement's defaults).  Whether it changed is decided by Nova's
+        rule (:func:`~virtdriver.providers.inventory.inventory_changed`:
+        a field the new record leaves out keeps its stored value); only a
+        change is validated and stored.  ``generation``, when given, is
+        stored even if nothing else changed.
 
         Raises:
             ProviderNotFound: no provider has this name or uuid.
-            InvalidProvider: a record breaks a rule (which one is named).
+            InvalidProvider: a record breaks one of Placement's rules
+                (which one is named).
         """
         with self._lock:
             current = self._get(name_or_uuid)
+            if not inventory_changed(current.inventory, inventory):
+                self._store(current, generation, None, None, None)
+                return False
             records = fast_inventory(inventory)
             if records is None:
                 records = validate_inventory(current.label, inventory)
-            return self._store(current, generation, records, None, None)
+            self._store(current, generation, records, None, None, True)
+            return True
+
+    def update_resources(self, name_or_uuid: str,
+                         resources: Mapping[str, Iterable]) -> bool:
+        """Set the provider's resources (resource class -> set of the
+        driver's resource objects, Nova's ``objects.Resource``); return
+        whether they changed.  Stored as deep copies, handed back by
+        ``data()``; not validated, not synced to Placement.
+
+        Raises:
+            ProviderNotFound: no provider has this name or uuid.
+            InvalidProvider: ``resources`` is not a mapping of sets.
+        """
+        with self._lock:
+            current = self._get(name_or_uuid)
+            if current.resources == resources:
+                return False
+            try:
+                stored = MappingProxyType({
+                    rc: frozenset(copy.deepcopy(list(values)))
+                    for rc, values in resources.items()})
+            except (AttributeError, TypeError) as exc:
+                raise InvalidProvider(
+                    current.label, "resources", f"cannot be stored ({exc})",
+                    "give a dict of resource class -> set of resources"
+                    ) from None
+            self._store(current, None, None, None, None, True, stored)
+            return True
 
     def update_traits(self, name_or_uuid: str, traits: Iterable[str],
                       generation: int | None = None) -> bool:
@@ -239,12 +310,17 @@ class ProviderTree(TreeReader):
             return self._store(current, generation, None, given, None)
 
     def add_traits(self, name_or_uuid: str, *traits: str) -> bool:
-        """Add traits, keeping the others; return whether any was new."""
+        """Add traits, keeping the others; return whether any was new.
+        With no traits, a no-op that looks nothing up (as in Nova)."""
+        if not traits:
+            return False
         return self._change_set(name_or_uuid, "traits", traits, "add")
 
     def remove_traits(self, name_or_uuid: str, *traits: str) -> bool:
         """Remove traits (absent ones are ignored); return whether any was
-        there."""
+        there.  With no traits, a no-op that looks nothing up."""
+        if not traits:
+            return False
         return self._change_set(name_or_uuid, "traits", traits, "remove")
 
     def update_aggregates(self, name_or_uuid: str, aggregates: Iterable[str],
@@ -288,16 +364,20 @@ class ProviderTree(TreeReader):
 
     def _store(self, current: ProviderData, generation: int | None,
                inventory: Mapping | None, traits: frozenset | None,
-               aggregates: frozenset | None) -> bool:
+               aggregates: frozenset | None, force: bool = False,
+               resources: Mapping | None = None) -> bool:
         """Store ``current`` with the fields given (``None``: keep);
         return whether the content differs.  Equal values keep the old
-        objects, so an unchanged record stays the same object."""
+        objects, so an unchanged record stays the same object, unless
+        ``force`` (a new inventory equal in content but given differently,
+        or new resources): then the record is replaced."""
         if generation is None:
             generation = current.generation
         elif type(generation) is not int or generation < 0:
             generation = check_generation(current.label, generation)
         changed = False
-        if inventory is None or inventory == current.inventory:
+        if inventory is None or (not force
+                                 and inventory == current.inventory):
             inventory = current.inventory
         else:
             changed = True
@@ -309,12 +389,16 @@ class ProviderTree(TreeReader):
             aggregates = current.aggregates
         else:
             changed = True
+        if resources is None:
+            resources = current.resources
+        else:
+            changed = True
         if changed or generation != current.generation:
             self._counter += 1
             index = self._writable() if self._shared else self._index
             index.put(make_record(current.uuid, current.name, generation,
                                   current.parent_uuid, current.root_uuid,
-                                  inventory, traits, aggregates),
+                                  inventory, traits, aggregates, resources),
                       self._counter, self._journal.log)
         return changed
 
@@ -358,9 +442,9 @@ def _new_record(index: ProviderIndex, name: str, parent: ProviderData | None,
                                      holder.label)
     if parent is None:
         return make_record(uuid, name, generation, None, uuid,
-                           _NO_INVENTORY, _EMPTY, _EMPTY)
+                           _NO_INVENTORY, _EMPTY, _EMPTY, _NO_RESOURCES)
     return make_record(uuid, name, generation, parent.uuid, parent.root_uuid,
-                       _NO_INVENTORY, _EMPTY, _EMPTY)
+                       _NO_INVENTORY, _EMPTY, _EMPTY, _NO_RESOURCES)
 
 
 def _load(tree: ProviderTree, objects: list[Mapping]) -> None:
@@ -394,4 +478,5 @@ def _load(tree: ProviderTree, objects: list[Mapping]) -> None:
             aggregates_ok = check_aggregates(label, aggregates)
         tree._add(make_record(
             record.uuid, record.name, record.generation, record.parent_uuid,
-            record.root_uuid, inventory_ok, traits_ok, aggregates_ok))
+            record.root_uuid, inventory_ok, traits_ok, aggregates_ok,
+            _NO_RESOURCES))

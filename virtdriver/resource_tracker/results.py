@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from virtdriver.drivers.base import DriverError
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.reconcile import Drift, Settlement
 from virtdriver.resource_tracker.snapshot import TreeReader, TreeSnapshot
 from virtdriver.resource_tracker.tree_diff import TreeDiff
@@ -86,7 +86,7 @@ def records(reader: TreeReader | TreeSnapshot, root: str
     first), or none if it has no such provider."""
     if not reader.exists(root):
         return []
-    return [reader.data(uuid)
+    return [reader.record(uuid)
             for uuid in reader.get_provider_uuids_in_tree(root)]
 
 

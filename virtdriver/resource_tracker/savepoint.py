@@ -17,8 +17,8 @@ never the tree's size.
 
 from __future__ import annotations
 
-from virtdriver.resource_tracker.errors import ProviderNotFound
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.errors import ProviderNotFound
+from virtdriver.providers.record import ProviderCopy, ProviderData, copy_of
 from virtdriver.resource_tracker.provider_index import (
     MISSING, NAME, STAMP, UUID, children_before, preorder)
 
@@ -155,7 +155,7 @@ class Savepoint:
 class TreeBefore:
     """Reads of a tree as it was at a savepoint.
 
-    ``exists``, ``data``, ``get_provider_uuids``,
+    ``exists``, ``record``, ``data``, ``get_provider_uuids``,
     ``get_provider_uuids_in_tree`` and ``subtree_stamp``, with the
     semantics of :class:`~virtdriver.resource_tracker.snapshot.TreeReader`.
     Valid while the savepoint is active (then :class:`SavepointError`);
@@ -174,7 +174,12 @@ class TreeBefore:
         with self._tree.lock:
             return self._find(name_or_uuid) is not None
 
-    def data(self, name_or_uuid: str) -> ProviderData:
+    def data(self, name_or_uuid: str) -> ProviderCopy:
+        """A copy of the provider's data as it was (see
+        :meth:`TreeReader.data`)."""
+        return copy_of(self.record(name_or_uuid))
+
+    def record(self, name_or_uuid: str) -> ProviderData:
         """The provider's record as it was.
 
         Raises:
@@ -193,13 +198,13 @@ class TreeBefore:
         with self._tree.lock:
             if name_or_uuid is None:
                 return self._subtree(None)[1:]
-            return self._subtree(self.data(name_or_uuid).uuid)
+            return self._subtree(self.record(name_or_uuid).uuid)
 
     def get_provider_uuids_in_tree(self, name_or_uuid: str) -> list[str]:
         """Uuids of the whole tree ``name_or_uuid`` belonged to, root
         first, as it was."""
         with self._tree.lock:
-            return self._subtree(self.data(name_or_uuid).root_uuid)
+            return self._subtree(self.record(name_or_uuid).root_uuid)
 
     def subtree_stamp(self, root_uuid: str) -> int:
         """:meth:`ProviderTree.subtree_stamp` as it was (0: no such root)."""

@@ -2,8 +2,9 @@
 
 :class:`TreeReader` holds every read method once; :class:`ProviderTree`
 runs them under its lock, :class:`TreeSnapshot` runs them on an index that
-no one will write again.  Reads return immutable records and new lists;
-they never copy the tree.
+no one will write again.  :meth:`TreeReader.record` and the other reads
+return immutable records and new lists and never copy; :meth:`TreeReader.
+data` returns a copy the caller may change, as Nova's tree does.
 """
 
 from __future__ import annotations
@@ -11,11 +12,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Mapping
 
+import os_traits
+
+from virtdriver.providers.inventory import Inventory, inventory_changed
+from virtdriver.providers.record import ProviderCopy, ProviderData, copy_of
 from virtdriver.resource_tracker import tree_json
-from virtdriver.resource_tracker.inventory import (
-    Inventory, fast_inventory, validate_inventory)
-from virtdriver.resource_tracker.provider import ProviderData
 from virtdriver.resource_tracker.provider_index import ProviderIndex
+
+
+_SHARES = os_traits.MISC_SHARES_VIA_AGGREGATE
 
 
 class TreeReader:
@@ -33,14 +38,26 @@ class TreeReader:
         with self._lock:
             return self._index.find(name_or_uuid) is not None
 
-    def data(self, name_or_uuid: str) -> ProviderData:
-        """The provider's current record (immutable; no copy is made).
+    def record(self, name_or_uuid: str) -> ProviderData:
+        """The provider's current record: immutable, no copy made, O(1).
+
+        The fast read for code that only reads (the tracker, the sync).
 
         Raises:
             ProviderNotFound: no provider has this name or uuid.
         """
         with self._lock:
             return self._index.get(name_or_uuid)
+
+    def data(self, name_or_uuid: str) -> ProviderCopy:
+        """A copy of the provider's data the caller may change, as Nova's
+        ``ProviderTree.data()`` returns (see :class:`ProviderCopy`).
+
+        Raises:
+            ProviderNotFound: no provider has this name or uuid.
+        """
+        with self._lock:
+            return copy_of(self._index.get(name_or_uuid))
 
     def get_provider_uuids(self, name_or_uuid: str | None = None
                            ) -> list[str]:
@@ -88,36 +105,49 @@ class TreeReader:
 
     def has_inventory(self, name_or_uuid: str) -> bool:
         """Whether the provider has any inventory record."""
-        return bool(self.data(name_or_uuid).inventory)
+        return bool(self.record(name_or_uuid).inventory)
 
     def has_inventory_changed(self, name_or_uuid: str,
                               inventory: Mapping[str, Inventory | Mapping]
                               ) -> bool:
-        """Whether ``inventory`` (validated, defaults filled) differs."""
-        current = self.data(name_or_uuid)
-        records = fast_inventory(inventory)
-        if records is None:
-            records = validate_inventory(current.label, inventory)
-        return records != current.inventory
+        """Whether ``inventory`` differs from the provider's, by Nova's
+        rule (:func:`~virtdriver.providers.inventory.inventory_changed`).
+
+        Never raises for the values: input the tree would refuse is simply
+        "changed" (``update_inventory`` then says why).
+
+        Raises:
+            ProviderNotFound: no provider has this name or uuid.
+        """
+        return inventory_changed(self.record(name_or_uuid).inventory,
+                                 inventory)
+
+    def has_sharing_provider(self, resource_class: str) -> bool:
+        """Whether any provider has inventory of ``resource_class`` and
+        the trait ``MISC_SHARES_VIA_AGGREGATE``."""
+        with self._lock:
+            return any(resource_class in record.inventory
+                       and _SHARES in record.traits
+                       for record in self._index.by_uuid.values())
 
     def has_traits(self, name_or_uuid: str, traits: Iterable[str]) -> bool:
         """Whether the provider has *all* of ``traits``."""
-        return self.data(name_or_uuid).traits.issuperset(traits)
+        return self.record(name_or_uuid).traits.issuperset(traits)
 
     def have_traits_changed(self, name_or_uuid: str,
                             traits: Iterable[str]) -> bool:
         """Whether ``traits`` differ from the provider's."""
-        return frozenset(traits) != self.data(name_or_uuid).traits
+        return frozenset(traits) != self.record(name_or_uuid).traits
 
     def in_aggregates(self, name_or_uuid: str,
                       aggregates: Iterable[str]) -> bool:
         """Whether the provider is in *all* of ``aggregates``."""
-        return self.data(name_or_uuid).aggregates.issuperset(aggregates)
+        return self.record(name_or_uuid).aggregates.issuperset(aggregates)
 
     def have_aggregates_changed(self, name_or_uuid: str,
                                 aggregates: Iterable[str]) -> bool:
         """Whether ``aggregates`` differ from the provider's."""
-        return frozenset(aggregates) != self.data(name_or_uuid).aggregates
+        return frozenset(aggregates) != self.record(name_or_uuid).aggregates
 
     def to_json(self) -> dict:
         """The canonical JSON document (see ``docs/provider-tree.md``)."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import pathlib
 import re
+import threading
 from collections.abc import Mapping
 
 from virtdriver.capabilities.traits.ownership import Ownership
@@ -48,7 +49,7 @@ from virtdriver.resource_tracker.instance_claims import (
     all_claims, check_rebuild_claim, claim_instance, provider_usages,
     release_instance)
 from virtdriver.resource_tracker.ledger import Ledger, LedgerFile
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.provider_config_step import (
     ProviderConfigStep)
 from virtdriver.resource_tracker import fast_path
@@ -109,7 +110,10 @@ class ResourceTracker:
                  lock_timeout: float = DEFAULT_TIMEOUT,
                  provider_config: pathlib.Path | str | None = None) -> None:
         self.driver = driver
-        self.tree = tree if tree is not None else ProviderTree()
+        # A lock of its own: trackers in one process do not wait on each
+        # other (trees share one lock by default, as Nova's do).
+        self.tree = (tree if tree is not None
+                     else ProviderTree(threading.RLock()))
         self.driver_name = driver_name or default_driver_name(driver)
         self.state_dir = pathlib.Path(state_dir)
         self._ledger_file = LedgerFile(self.state_dir, self.driver_name)
@@ -370,7 +374,7 @@ class ResourceTracker:
         ours: set[str] = set()
         quiet = True
         for uuid in after_uuids:
-            record = self.tree.data(uuid)
+            record = self.tree.record(uuid)
             existed = start.exists(uuid)
             mine = (uuid == root_uuid or not existed or uuid in self._managed
                     or is_derived_child(uuid, record.name,
@@ -378,7 +382,7 @@ class ResourceTracker:
             # A provider created now has no baseline: no drift for it.  A
             # foreign one is settled with no ownership: left as it was.
             done = settle(
-                start.data(uuid).traits if existed else (), record.traits,
+                start.record(uuid).traits if existed else (), record.traits,
                 ownership=owned if mine else _NOTHING,
                 ledger=ledger.get(uuid) if existed and mine else None,
                 answered=answered)
@@ -401,7 +405,7 @@ class ResourceTracker:
         for record in before:
             if not self.tree.exists(record.uuid):
                 changes[record.uuid] = None
-        after = [self.tree.data(uuid) for uuid in after_uuids]
+        after = [self.tree.record(uuid) for uuid in after_uuids]
         drifted = any(removed_by.values()) or any(added_by.values())
         result = UpdateResult(nodename, diff(Records(before),
                                              Records(after)),

@@ -17,8 +17,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from virtdriver.resource_tracker.inventory import Inventory
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.inventory import Inventory
+from virtdriver.providers.record import ProviderData
 
 _EMPTY: frozenset[str] = frozenset()
 _NO_CHANGES: Mapping = MappingProxyType({})

@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 
-from virtdriver.resource_tracker.errors import InvalidProvider, describe
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.errors import InvalidProvider, describe
+from virtdriver.providers.record import ProviderData
 
 #: Keys every provider object may have, with the value a missing one means.
 #: ``uuid`` and ``name`` have no default: they are required.

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from virtdriver.resource_tracker.errors import InvalidProvider, describe
-from virtdriver.resource_tracker.provider import check_uuid
+from virtdriver.providers.errors import InvalidProvider, describe
+from virtdriver.providers.record import check_uuid
 
 
 def parents_first(providers: list[Mapping],

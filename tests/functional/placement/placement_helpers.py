@@ -165,7 +165,7 @@ class Host:
         return self.tracker.tree
 
     def uuid(self, name: str) -> str:
-        return self.tree.data(name).uuid
+        return self.tree.record(name).uuid
 
     @property
     def root(self):

@@ -14,8 +14,8 @@ from virtdriver.placement.result import ProviderOutcome, SyncResult
 from virtdriver.placement.plan import (
     deletion_order, inventory_from_placement, plan_provider, same_inventory)
 from virtdriver.placement.state import Known
-from virtdriver.resource_tracker.inventory import Inventory
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.inventory import Inventory
+from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.tree_diff import ProviderDiff, TreeDiff
 
 RP = "c0000000-0000-4000-8000-000000000001"
@@ -92,8 +92,8 @@ def test_inventory_from_placement_and_comparison():
     records = inventory_from_placement({"VCPU": {
         "total": 8, "reserved": 0, "min_unit": 1, "max_unit": 8,
         "step_size": 1, "allocation_ratio": 16}})
-    assert same_inventory(records, {"VCPU": Inventory(
-        8, allocation_ratio=16.0)})
+    assert same_inventory(records, {"VCPU": Inventory(  # max_unit given
+        8, max_unit=8, allocation_ratio=16.0)})
     assert not same_inventory(records, {})
     with pytest.raises(ValueError, match="no reserved"):
         inventory_from_placement({"VCPU": {"total": 8}})

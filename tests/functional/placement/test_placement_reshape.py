@@ -25,8 +25,8 @@ from virtdriver.drivers.fake import FakeDriver
 from virtdriver.placement.reshape import ClaimsPlacement
 from virtdriver.placement.reshape_plan import (
     ConsumerNow, Current, ProviderNow, Refusal, ReshapePlan, plan_reshape)
-from virtdriver.resource_tracker.inventory import Inventory
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.inventory import Inventory
+from virtdriver.providers.record import ProviderData
 
 SHARED = {"hw:numa_nodes": "1"}
 PINNED = {"hw:cpu_policy": "dedicated"}

@@ -15,18 +15,20 @@ provider) only then — the label is never built for valid input.
 
 from __future__ import annotations
 
+import copy
 import re
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any, NamedTuple
 
 import os_traits
 
 from virtdriver.capabilities.traits.names import invalid_reason
 from virtdriver.frozen import frozen_builder
-from virtdriver.resource_tracker.errors import InvalidProvider, describe
-from virtdriver.resource_tracker.inventory import Inventory
+from virtdriver.providers.errors import InvalidProvider, describe
+from virtdriver.providers.inventory import Inventory
 
 #: Placement's limit on a provider name.
 MAX_NAME_LENGTH = 200
@@ -35,6 +37,11 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-"
 #: ``UUID_MATCH(value)`` is truthy when ``value`` (a str) is a canonical uuid.
 UUID_MATCH = _UUID.fullmatch
 _NO_INVENTORY: Mapping[str, Inventory] = MappingProxyType({})
+_NO_RESOURCES: Mapping[str, frozenset] = MappingProxyType({})
+# Placement's trait alphabet; a name of it that os-traits does not know
+# may be a newer standard trait (Placement decides when it is set).
+_TRAIT_SYNTAX = re.compile(r"[A-Z0-9_]{1,255}")
+_TRAIT_MATCH = _TRAIT_SYNTAX.fullmatch
 _STANDARD_TRAITS = frozenset(os_traits.get_traits())
 _SET_TYPES = (list, tuple, set, frozenset)
 # CUSTOM_ trait names fast_traits found valid (a deployment has few; the
@@ -49,9 +56,13 @@ class ProviderData:
 
     The fields Nova's ``ProviderData`` has (``uuid``, ``name``,
     ``generation``, ``parent_uuid``, ``inventory``, ``traits``,
-    ``aggregates``) plus ``root_uuid``.  ``inventory`` maps resource class to
-    :class:`~virtdriver.resource_tracker.inventory.Inventory`; ``traits`` and
-    ``aggregates`` are frozensets.
+    ``aggregates``, ``resources``) plus ``root_uuid``.  ``inventory`` maps
+    resource class to :class:`~virtdriver.providers.inventory.Inventory`;
+    ``traits`` and ``aggregates`` are frozensets; ``resources`` maps
+    resource class to a frozenset of the driver's own resource objects
+    (Nova's ``objects.Resource``), kept as given and never synced.  The
+    tree's ``record()`` hands these out; its ``data()`` hands out a
+    :class:`ProviderCopy` the caller may change.
     """
 
     uuid: str
@@ -63,6 +74,9 @@ class ProviderData:
         default_factory=lambda: _NO_INVENTORY, hash=False)
     traits: frozenset[str] = frozenset()
     aggregates: frozenset[str] = frozenset()
+    resources: Mapping[str, frozenset] = field(
+        default_factory=lambda: _NO_RESOURCES, hash=False, compare=False,
+        repr=False)
 
     @property
     def label(self) -> str:
@@ -77,6 +91,61 @@ class ProviderData:
 make_record = frozen_builder(ProviderData, all_required=True)
 
 
+class ProviderCopy(NamedTuple):
+    """What ``ProviderTree.data()`` returns: Nova's ``ProviderData``
+    (a named tuple with the same fields in the same order, plus
+    ``root_uuid``), every container a new one the caller may change.
+
+    ``inventory`` is a dict of plain dicts holding the fields the driver
+    gave (as Nova's deep copy does); ``traits`` and ``aggregates`` are
+    sets; ``resources`` maps resource class to a set of deep copies.
+    Handing ``inventory`` back to ``update_inventory`` works.
+    """
+
+    uuid: str
+    name: str
+    generation: int | None
+    parent_uuid: str | None
+    inventory: dict[str, dict[str, int | float]]
+    traits: set[str]
+    aggregates: set[str]
+    resources: dict[str, set[Any]]
+    root_uuid: str
+
+
+def copy_of(record: ProviderData) -> ProviderCopy:
+    """A :class:`ProviderCopy` of ``record``: O(its content)."""
+    resources = record.resources
+    return ProviderCopy(
+        record.uuid, record.name, record.generation, record.parent_uuid,
+        {rc: inv.given_dict() for rc, inv in record.inventory.items()},
+        set(record.traits), set(record.aggregates),
+        {rc: set(copy.deepcopy(list(values)))
+         for rc, values in resources.items()} if resources else {},
+        record.root_uuid)
+
+
+def trait_reason(name: object) -> str | None:
+    """Why the tree refuses ``name`` as a trait, or ``None``.
+
+    As Placement: an os-traits name, a well-formed ``CUSTOM_`` name, or
+    any other name of Placement's alphabet (``[A-Z0-9_]``, 1 to 255
+    characters), which a newer os-traits may hold.
+    """
+    if name in _STANDARD_TRAITS:
+        return None
+    if not isinstance(name, str):
+        return "not a string"
+    reason = invalid_reason(name)
+    if reason is None or (_TRAIT_MATCH(name)
+                          and not name.startswith("CUSTOM_")):
+        return None
+    if not _TRAIT_MATCH(name):
+        return (f"{reason}, and not of Placement's alphabet "
+                "([A-Z0-9_], 1 to 255 characters)")
+    return reason
+
+
 def fast_traits(traits: object) -> frozenset[str] | None:
     """:func:`check_traits`' result when the input is a plain collection
     of valid names, else ``None``."""
@@ -89,7 +158,7 @@ def fast_traits(traits: object) -> frozenset[str] | None:
     extra = found - _STANDARD_TRAITS
     if extra and not extra <= _VALID_CUSTOM:
         for trait in extra:
-            if type(trait) is not str or invalid_reason(trait):
+            if type(trait) is not str or trait_reason(trait):
                 return None
         if len(_VALID_CUSTOM) > _MAX_VALID_CUSTOM:
             _VALID_CUSTOM.clear()
@@ -158,7 +227,7 @@ def check_traits(provider: str, traits: Iterable[str]) -> frozenset[str]:
     """
     found = frozenset(_strings(provider, "traits", traits))
     for trait in found:
-        reason = invalid_reason(trait)
+        reason = trait_reason(trait)
         if reason:
             raise InvalidProvider(
                 provider, "traits", f"{trait!r} is {reason}",

@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import pathlib
+import re
 import tempfile
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
@@ -28,8 +29,24 @@ from virtdriver.state_dir import make_dirs, read_state_file
 #: Builds a state file kind's own error: ``(path, problem, remedy)``;
 #: ``remedy`` ``None`` means the kind's usual advice.
 ErrorFactory = Callable[[pathlib.Path, str, "str | None"], Exception]
+_DRIVER_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _READ_REMEDY = ("make it and its directory readable, or use another state "
                 "directory")
+
+
+def driver_file(state_dir: pathlib.Path | str, kind: str, driver_name: str
+                ) -> pathlib.Path:
+    """``<state_dir>/<kind>-<driver_name>.json``: one driver's state file.
+
+    Raises:
+        ValueError: ``driver_name`` is not made of letters, digits, ``_``,
+            ``.`` and ``-`` (it becomes part of a file name).
+    """
+    if not _DRIVER_NAME.fullmatch(driver_name):
+        raise ValueError(
+            f"driver name {driver_name!r} cannot name a ledger file (nor "
+            "any state file); use letters, digits, '_', '.' and '-' only")
+    return pathlib.Path(state_dir) / f"{kind}-{driver_name}.json"
 
 
 def read_json(path: pathlib.Path, error: ErrorFactory) -> Any | None:
