@@ -468,7 +468,7 @@ def test_hold_puts_back_what_the_record_lists_on_a_tree_built_afresh(
     assert kept.record is cycles.record
     assert {t for t in fresh.data("cn1").traits if t.startswith("CUSTOM_")
             } == {"CUSTOM_RACK_7", "CUSTOM_FOREIGN"}
-    inventory = fresh.data("cn1").inventory
+    inventory = fresh.record("cn1").inventory
     assert inventory["CUSTOM_FPGA"].total == 2
     assert inventory["CUSTOM_REPORTED"].total == 5       # the driver's
     assert hold(fresh.snapshot(), cycles.record, scope,
