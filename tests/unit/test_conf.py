@@ -272,7 +272,8 @@ def test_pinning_config_refuses_what_no_host_could_satisfy():
         "least one",
         "[compute] reserved_host_memory_mb = -1 is negative; use 0 or more",
         "[compute] ram_allocation_ratio = inf must be a finite number "
-        "greater than 0, e.g. 1.0")
+        "greater than 0 and at most 3.40282e+38 (Placement's largest), "
+        "e.g. 1.0")
 
 
 def test_docs_list_every_option_with_its_default():

@@ -2,15 +2,16 @@
 
 The one table of them is docs/exit-codes.md: 0 ok; 1 refused or a
 finding (a claim that does not fit, a refused rebuild, a ``diff`` that
-differs), and also an internal error; 2 usage or input error (argparse
-exits 2 itself); 3 environment problem; 130 interrupted; 141 output closed.
+differs); 2 usage or input error (argparse exits 2 itself); 3 environment
+problem; 70 internal error (sysexits' ``EX_SOFTWARE``); 130 interrupted;
+141 output closed.
 
 Every error the library documents is bad input or an unreachable
 environment: one ``virtdriver: <message>`` (the message names the input,
 what is wrong and what to do), exit 2, or 3 when libvirt or Placement
 cannot be reached (or Placement answers 5xx) or a lock is held too long.
 A Placement 4xx is our request's fault: bad input, 2.  Anything else is a
-bug: one line naming it, exit 1, and the traceback only with ``--debug``.
+bug: one line naming it, exit 70, and the traceback only with ``--debug``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ import traceback
 from collections.abc import Iterable
 from typing import TextIO
 
-#: A bug in virtdriver (an error nobody anticipated).
-EXIT_INTERNAL = 1
+#: A bug in virtdriver (an error nobody anticipated): sysexits.h's
+#: ``EX_SOFTWARE``, so a script can tell a bug from a refusal (1).
+EXIT_INTERNAL = 70
 #: A claim or rebuild refused (does not fit, would change the instance):
 #: the answer, not an error of the input files.
 EXIT_REFUSED = 1

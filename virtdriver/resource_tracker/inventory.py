@@ -30,6 +30,9 @@ from virtdriver.resource_tracker.errors import InvalidProvider
 
 #: Placement's largest integer amount (a signed 32-bit column).
 MAX_INT = 2**31 - 1
+#: Placement's largest allocation ratio (its schema's ``maximum``, a
+#: 32-bit float's largest value).
+MAX_ALLOCATION_RATIO = 3.40282e+38
 #: The fields of a record, in Placement's order.
 FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size",
           "allocation_ratio")
@@ -209,10 +212,11 @@ def _record(provider: str, rc: str, value: object) -> Inventory:
     step_size = whole("step_size", 1, 1, "1", MAX_INT, str(MAX_INT))
     ratio = value.get("allocation_ratio", 1.0)
     if (not isinstance(ratio, (int, float)) or isinstance(ratio, bool)
-            or not math.isfinite(ratio) or ratio <= 0):
+            or not 0 < ratio <= MAX_ALLOCATION_RATIO):
         raise InvalidProvider(
             provider, f"inventories.{rc}.allocation_ratio",
-            f"{ratio!r} is not a finite number above 0",
+            f"{ratio!r} is not a finite number above 0 and at most "
+            f"{MAX_ALLOCATION_RATIO:g} (Placement's largest)",
             "set allocation_ratio to a positive number such as 1.0 or 16.0")
     return Inventory(total, reserved, min_unit, max_unit, step_size,
                      float(ratio))

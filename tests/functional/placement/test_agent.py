@@ -75,7 +75,7 @@ def test_sigterm_mid_cycle_leaves_whole_state_files(tmp_path, placement):
     state = tmp_path / "state"
     log = tmp_path / "agent.log"
     proc = start_agent(state, "--placement-url", placement.url,
-                       "--interval", "0", "--log-file", str(log),
+                       "--interval", "0.01", "--log-file", str(log),
                        "--driver", "fake", "--host-spec", "numa4-large")
     # The ledger is saved by the update, before the sync: signal then.
     try:
