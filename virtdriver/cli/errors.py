@@ -70,6 +70,7 @@ KNOWN_NAMES = (
     ("virtdriver.filelock", "LockError"),
     ("virtdriver.claims.documents", "InvalidDocument"),
     ("virtdriver.resource_tracker.claims_file", "ClaimsFileError"),
+    ("virtdriver.provider_config.record", "RecordError"),
     ("virtdriver.claims.rebuild", "ProviderDocumentError"),
     ("virtdriver.placement.errors", "PlacementError"),
     ("virtdriver.placement.embedded", "EmbeddedError"),
