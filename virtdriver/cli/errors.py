@@ -69,6 +69,7 @@ KNOWN_NAMES = (
     ("virtdriver.filelock", "LockTimeout"),
     ("virtdriver.filelock", "LockError"),
     ("virtdriver.claims.documents", "InvalidDocument"),
+    ("virtdriver.claims.model", "InvalidRequest"),
     ("virtdriver.resource_tracker.claims_file", "ClaimsFileError"),
     ("virtdriver.provider_config.record", "RecordError"),
     ("virtdriver.claims.rebuild", "ProviderDocumentError"),

@@ -16,6 +16,7 @@ import errno
 import functools
 import json
 import pathlib
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -239,6 +240,10 @@ def _one_line(exc: Exception) -> str:
                 f" at line {where.line + 1}, column {where.column + 1})"
                 if where else ")")
         return " ".join(text.split())
+    if "set_int_max_str_digits" in str(exc):  # Python's advice, not ours
+        digits = re.search(r"value has (\d+) digits", str(exc))
+        return (f"a number of {digits[1] if digits else 'over 4300'} "
+                "digits, longer than any value a data file holds")
     return " ".join(str(exc).split())
 
 
