@@ -152,8 +152,9 @@ class Inputs:
                 and minimum <= int(text) <= MAX_INT):
             return int(text)
         return self.refuse(
-            f"{self._where(key)} {_clipped(key, value)} is not an integer "
-            f"from {minimum} to {MAX_INT}; set it to {what}", {key: value})
+            f"{self._where(key)} {_clipped(key, value)} is not "
+            f"{'a positive' if minimum == 1 else 'a non-negative'} integer "
+            f"(at most {MAX_INT}); set it to {what}", {key: value})
 
     def page_size(self, key: str, value: str | None) -> PageSize:
         """A page size: ``small``/``large``/``any`` or a size in KiB."""

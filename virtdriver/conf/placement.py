@@ -33,7 +33,8 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
-from virtdriver.conf.reader import DOCS, ConfigError, option_name
+from virtdriver.conf.reader import (
+    DOCS, ConfigError, option_name, value_reason)
 
 if TYPE_CHECKING:
     from virtdriver.placement.client import PlacementClient
@@ -153,8 +154,8 @@ def check_values(conf: cfg.ConfigOpts) -> None:
         try:
             getattr(group, name)
         except cfg.ConfigFileValueError as exc:
-            problems.append(f"{option_name(GROUP, name)}: {_why(exc)}; "
-                            f"correct it (see {DOCS})")
+            problems.append(f"{option_name(GROUP, name)}: "
+                            f"{value_reason(exc)}; correct it (see {DOCS})")
     if problems:
         raise ConfigError(problems)
     timeout = group.timeout
@@ -169,11 +170,6 @@ def check_values(conf: cfg.ConfigOpts) -> None:
             "endpoint, e.g. http://placement.example:8778")
     if problems:
         raise ConfigError(problems)
-
-
-def _why(exc: cfg.ConfigFileValueError) -> str:
-    detail = str(exc).rsplit(" is not valid: ", 1)[-1]
-    return f"not a valid value ({detail})"
 
 
 def _http_url(url: str) -> bool:

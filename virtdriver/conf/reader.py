@@ -8,6 +8,7 @@ and the fix, and raises them together as one :class:`ConfigError`.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -71,7 +72,7 @@ class OptionReader:
         except _source_value_errors() as exc:
             # oslo's own message names the file as a repr; the reason
             # behind it (the type's complaint) is the useful part.
-            reason = exc.__context__ or exc
+            reason = value_reason(exc)
             self.problems.append(f"{option}: {reason}; correct it "
                                  f"(see {DOCS})")
             return None
@@ -91,6 +92,18 @@ class OptionReader:
         """Raise :class:`ConfigError` if any problem was recorded."""
         if self.problems:
             raise ConfigError(self.problems, sources(self.conf))
+
+
+def value_reason(exc: Exception) -> str:
+    """Why oslo.config refused a value: the type's complaint behind its
+    error (which names the file as a repr), and for a number of more than
+    4300 digits that, not Python's advice to raise the limit."""
+    reason = str(exc.__context__ or exc)
+    digits = re.search(r"value has (\d+) digits", reason)
+    if "set_int_max_str_digits" in reason:
+        return (f"a number of {digits[1] if digits else 'over 4300'} digits "
+                "is not a value")
+    return reason
 
 
 def _source_value_errors() -> tuple[type[Exception], ...]:
