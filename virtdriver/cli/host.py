@@ -18,10 +18,11 @@ from virtdriver.capabilities import CapabilityXMLError
 from virtdriver.capabilities.cpu_map import INDEX, CPUModelCatalog
 from virtdriver.capabilities.traits.config import TraitConfig
 from virtdriver.capabilities.traits.explain import (
-    ConfigSource, Explanation, explain, explain_all, parse_statuses, select)
+    INVALID, ConfigSource, Explanation, explain, explain_all, parse_statuses,
+    select)
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.capabilities.traits.registry import LIBVIRT_FAMILIES
-from virtdriver.cli.errors import CommandError
+from virtdriver.cli.errors import EXIT_FAILURE, CommandError
 from virtdriver.drivers.libvirt.connection import URIChoice
 from virtdriver.drivers.libvirt.cpu_map_loader import (
     DEFAULT_CPU_MAP_DIR, load_cpu_map)
@@ -60,6 +61,13 @@ def run_command(args: argparse.Namespace, config: TraitConfig, *,
             answers = explain_all(report, configured)
         answers = select(answers, statuses=statuses, families=families)
         out.write(explanations(answers, args, out))
+        # A name that is no trait is bad input, even beside good ones.
+        invalid = [a.trait for a in answers if a.status == INVALID]
+        if args.traits and invalid:
+            print(f"virtdriver: {', '.join(invalid)}: not a trait name; "
+                  "check the spelling (an os-traits name or CUSTOM_...)",
+                  file=sys.stderr)
+            return EXIT_FAILURE
     else:
         renderer = (render.render_json if args.format == "json"
                     else render.render_text)

@@ -306,7 +306,7 @@ class PlacementClient:
             raise PlacementUnreachable(
                 f"{method} {path}: Placement at {self._where()} is not "
                 f"reachable ({_why(exc)}); start it or fix the URL, then "
-                "run again (a sync resumes where it stopped)",
+                "run again",
                 method=method, path=path) from None
         except ks_exc.ClientException as exc:   # keystone refused us
             raise PlacementRequestError(

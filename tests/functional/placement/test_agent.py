@@ -156,8 +156,10 @@ def test_libvirt_drop_leaves_the_node_and_recovers(
         lost = agent.cycle()
 
         assert lost.status == agent_lib.PENDING
-        assert set(lost.failed) == {"cmp1"}
-        assert "node cmp1 unknown (not updated, nothing removed)" in lines[-1]
+        assert set(lost.failed) == {agent_lib.NODE_LIST}
+        assert ("the driver's node list could not be read (no node updated, "
+                "nothing removed)") in lines[-1]
+        assert "cmp1" not in lines[-1]  # the host's name is not a node
         assert set(api.providers()) == uuids
         assert {u: api.traits(u) for u in uuids} == traits
 
