@@ -249,8 +249,10 @@ def test_allocations_that_passed_are_refused(tmp_path, capsys, resources,
 
 
 def test_a_5000_digit_number_is_not_advice_to_call_python(tmp_path, capsys):
-    text = ('{"uuid": "%s", "flavor": {"vcpus": %s, "memory_mb": 512}}'
-            % (UUID, "9" * 5000))
+    vcpus = "9" * 5000
+    text = f'{{"uuid": "{UUID}", "flavor": {{"vcpus": {vcpus}, ' \
+        '"memory_mb": 512}}'
+    assert json.loads(text.replace(vcpus, "1"))  # JSON but for the number
     line = refused(capsys, "claim", "--instance",
                    instance(tmp_path, text=text), *FAKE)
     assert "a number of 5000 digits" in line
