@@ -28,14 +28,19 @@ def read_regular(path: str | os.PathLike[str], limit: int = -1) -> bytes:
         OSError: it cannot be opened or read.
     """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as stream:
+    try:
         mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            directory = stat.S_ISDIR(mode)
-            raise NotRegularFile(
-                errno.EISDIR if directory else errno.EINVAL,
-                "is a directory" if directory else
-                "is not a regular file (a device, pipe or socket)",
-                os.fspath(path))
-        os.set_blocking(fd, True)
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        directory = stat.S_ISDIR(mode)
+        raise NotRegularFile(
+            errno.EISDIR if directory else errno.EINVAL,
+            "is a directory" if directory else
+            "is not a regular file (a device, pipe or socket)",
+            os.fspath(path))
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as stream:
         return stream.read(limit)

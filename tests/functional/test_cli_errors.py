@@ -41,7 +41,7 @@ def test_debug_shows_the_traceback(argv, capsys):
     status = cli.main(argv, opener=raising(KeyError("nodename")))
 
     err = capsys.readouterr().err
-    assert status == 1
+    assert status == cli.EXIT_INTERNAL
     assert err.startswith("Traceback (most recent call last):")
     assert "KeyError: 'nodename'" in err
     assert err.endswith("virtdriver: internal error: KeyError: 'nodename'\n")

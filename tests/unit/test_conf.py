@@ -213,8 +213,9 @@ ONE_PROBLEM = [
      "[compute] reserved_host_memory_mb = -1 is negative; use 0 or more"),
     *[(pinning_config, f"[compute]\ncpu_allocation_ratio = {value}\n",
        f"[compute] cpu_allocation_ratio = {float(value)} must be a finite "
-       "number greater than 0, e.g. 1.0")
-      for value in ("0", "-1.5", "nan", "inf")],
+       "number greater than 0 and at most 3.40282e+38 (Placement's "
+       "largest), e.g. 1.0")
+      for value in ("0", "-1.5", "nan", "inf", "1e39")],
     (pinning_config, "[compute]\n"
      "reserved_huge_pages = node:0,size:2048,count:1\n"
      "reserved_huge_pages = node:0,size:2MB,count:9\n",

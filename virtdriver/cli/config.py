@@ -43,7 +43,10 @@ def run_config(args: argparse.Namespace) -> int:
         try:
             with open(args.output, "w", encoding="utf-8") as file:
                 file.write(text)
-        except OSError as exc:  # ENOSPC at write or close names no file
+        except OSError as exc:
+            if exc.filename is not None:  # the path: main says "cannot use"
+                raise
+            # ENOSPC at write or close names no file.
             raise CommandError(
                 f"--output {args.output}: cannot write the sample "
                 f"({exc.strerror or exc}); free space or give another "

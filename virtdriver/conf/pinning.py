@@ -93,7 +93,7 @@ class PinningConfig:
         for option, ratio in ((OPTION_CPU_RATIO, self.cpu_allocation_ratio),
                               (OPTION_RAM_RATIO, self.ram_allocation_ratio)):
             if not 0 < ratio <= MAX_ALLOCATION_RATIO:
-                problems.append(f"{option} = {ratio:g} must be a finite "
+                problems.append(f"{option} = {ratio} must be a finite "
                                 "number greater than 0 and at most "
                                 f"{MAX_ALLOCATION_RATIO:g} (Placement's "
                                 "largest), e.g. 1.0")
