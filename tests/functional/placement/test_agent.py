@@ -196,24 +196,33 @@ def test_sighup_reloads_at_the_next_cycle(tmp_path, placement):
     assert "failed" not in said()
 
 
+def in_process_agent(directory, placement, lines: list[str], driver_name: str,
+                     driver, *, hostname: str = "cmp1") -> agent_lib.Agent:
+    """An agent in this process syncing to ``placement``; ``driver()``
+    gives each load's ``(key, make_driver)``; lines go to ``lines``."""
+    def load() -> agent_lib.Setup:
+        key, make_driver = driver()
+        return agent_lib.Setup(
+            key=key, directory=directory, driver_name=driver_name,
+            make_driver=make_driver, hostname=hostname, provider_config=None,
+            target="test", connect=placement.client)
+
+    return agent_lib.Agent(load, interval=0, log=lines.append,
+                           classify=lambda e: exit_status(e) or 2)
+
+
 def test_a_reload_that_cannot_work_here_keeps_the_configuration(
         tmp_path, placement):
     config = tmp_path / "virtdriver.conf"
     config.write_text("[compute]\ncpu_allocation_ratio = 2.0\n")
     lines: list[str] = []
 
-    def load() -> agent_lib.Setup:
-        text = config.read_text()
+    def driver() -> tuple[str, object]:  # the file as it is at each load
         conf = make_conf(config_files=[config])
-        return agent_lib.Setup(
-            key=text, directory=tmp_path, driver_name="fake",
-            make_driver=lambda: load_driver("fake", conf=conf, host="small",
-                                            nested=True),
-            hostname="cmp1", provider_config=None, target="test",
-            connect=placement.client)
+        return config.read_text(), lambda: load_driver(
+            "fake", conf=conf, host="small", nested=True)
 
-    agent = agent_lib.Agent(load, interval=0, log=lines.append,
-                            classify=lambda e: exit_status(e) or 2)
+    agent = in_process_agent(tmp_path, placement, lines, "fake", driver)
     try:
         assert agent.cycle().status == agent_lib.OK
         kept = agent.setup
@@ -238,17 +247,9 @@ def test_an_unreadable_ironic_inventory_is_not_called_this_host(
             "name": "rack1-u07", "resource_class": "baremetal.gold"}
     inventory.write_text(json.dumps({"nodes": [node]}))
     lines: list[str] = []
-
-    def load() -> agent_lib.Setup:
-        return agent_lib.Setup(
-            key=None, directory=tmp_path, driver_name="ironic",
-            make_driver=lambda: load_driver("ironic",
-                                            inventory_path=inventory),
-            hostname="this-host", provider_config=None, target="test",
-            connect=placement.client)
-
-    agent = agent_lib.Agent(load, interval=0, log=lines.append,
-                            classify=lambda e: exit_status(e) or 2)
+    ironic = lambda: load_driver("ironic", inventory_path=inventory)  # noqa: E731
+    agent = in_process_agent(tmp_path, placement, lines, "ironic",
+                             lambda: (None, ironic), hostname="this-host")
     try:
         assert agent.cycle().status == agent_lib.OK, lines
         inventory.write_text("{not json")
