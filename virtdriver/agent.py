@@ -20,8 +20,9 @@ The configuration comes from a ``load`` callable returning a
 boundary and rebuilds the driver and tracker only when its ``key``
 changed — after building the new driver once and reading every node's
 resources, so a configuration that cannot work on this host is refused
-and the one in use kept.  :meth:`Agent.stop` ends :meth:`Agent.run` after the current cycle
-(never in the middle of a state file: they are written atomically);
+and the one in use kept.  :meth:`Agent.stop` ends :meth:`Agent.run`
+after the current cycle (never in the middle of a state file: they are
+written atomically);
 :meth:`Agent.abandon` ends the current cycle at once.
 """
 
