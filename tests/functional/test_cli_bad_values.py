@@ -266,3 +266,14 @@ def test_a_5000_digit_config_value_is_not_advice_to_call_python(
     line = refused(capsys, "report", *FAKE, "--config-file", path)
     assert "reserved_host_memory_mb: a number of 5000 digits" in line
     assert "set_int_max_str_digits" not in line
+
+
+def test_a_5000_digit_number_in_a_state_file_is_not_advice_to_call_python(
+        tmp_path, capsys, state):
+    assert cli.main(["claim", "--instance", instance(tmp_path), *FAKE]) == 0
+    claims = state / "claims-fake.json"
+    claims.write_text(claims.read_text().replace(
+        '"memory_mb": 512', '"memory_mb": ' + "9" * 5000, 1))
+    capsys.readouterr()
+    line = refused(capsys, "claims", *FAKE)
+    assert f"{claims}: not valid JSON (a number of 5000 digits)" in line

@@ -8,10 +8,11 @@ and the fix, and raises them together as one :class:`ConfigError`.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from virtdriver.long_numbers import long_number_reason
 
 if TYPE_CHECKING:
     from oslo_config import cfg
@@ -98,12 +99,10 @@ def value_reason(exc: Exception) -> str:
     """Why oslo.config refused a value: the type's complaint behind its
     error (which names the file as a repr), and for a number of more than
     4300 digits that, not Python's advice to raise the limit."""
-    reason = str(exc.__context__ or exc)
-    digits = re.search(r"value has (\d+) digits", reason)
-    if "set_int_max_str_digits" in reason:
-        return (f"a number of {digits[1] if digits else 'over 4300'} digits "
-                "is not a value")
-    return reason
+    reason = exc.__context__ or exc
+    long_number = long_number_reason(reason)
+    return str(reason) if long_number is None else \
+        f"{long_number} is not a value"
 
 
 def _source_value_errors() -> tuple[type[Exception], ...]:

@@ -16,13 +16,13 @@ import errno
 import functools
 import json
 import pathlib
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import os_traits
 
 from virtdriver.capabilities.traits.names import invalid_reason
+from virtdriver.long_numbers import long_number_reason
 from virtdriver.regular_file import NotRegularFile, read_regular
 
 #: Largest data file read, in bytes (16 MiB).
@@ -240,10 +240,9 @@ def _one_line(exc: Exception) -> str:
                 f" at line {where.line + 1}, column {where.column + 1})"
                 if where else ")")
         return " ".join(text.split())
-    if "set_int_max_str_digits" in str(exc):  # Python's advice, not ours
-        digits = re.search(r"value has (\d+) digits", str(exc))
-        return (f"a number of {digits[1] if digits else 'over 4300'} "
-                "digits, longer than any value a data file holds")
+    long_number = long_number_reason(exc)
+    if long_number is not None:
+        return f"{long_number}, longer than any value a data file holds"
     return " ".join(str(exc).split())
 
 
