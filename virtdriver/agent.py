@@ -18,8 +18,11 @@ a one-shot ``virtdriver sync`` cannot always prove are its own.  Each cycle
 The configuration comes from a ``load`` callable returning a
 :class:`Setup`; :meth:`Agent.reload` asks for it again at the next cycle
 boundary and rebuilds the driver and tracker only when its ``key``
-changed.  :meth:`Agent.stop` ends :meth:`Agent.run` after the current cycle
-(never in the middle of a state file: they are written atomically);
+changed — after building the new driver once and reading every node's
+resources, so a configuration that cannot work on this host is refused
+and the one in use kept.  :meth:`Agent.stop` ends :meth:`Agent.run`
+after the current cycle (never in the middle of a state file: they are
+written atomically);
 :meth:`Agent.abandon` ends the current cycle at once.
 """
 
@@ -76,6 +79,11 @@ class Setup:
     connect: Callable[[], PlacementClient]
 
 
+#: :attr:`CycleReport.failed`'s key when the driver could not list its
+#: nodes (so no node was updated).
+NODE_LIST = "(node list)"
+
+
 @dataclass
 class CycleReport:
     """What one cycle did.
@@ -100,8 +108,10 @@ class CycleReport:
         if self.result is not None:
             parts.append(summary(self.result))
         for node, exc in self.failed.items():
-            parts.append(f"; node {node} unknown (not updated, nothing "
-                         f"removed): {_one_line(exc)}")
+            what = ("the driver's node list could not be read (no node "
+                    "updated" if node == NODE_LIST else
+                    f"node {node} unknown (not updated")
+            parts.append(f"; {what}, nothing removed): {_one_line(exc)}")
         if self.error is not None:
             parts.append(f"failed: {_one_line(self.error)}; the next cycle "
                          "tries again")
@@ -205,7 +215,8 @@ class Agent:
             except UpdateAllError as exc:
                 results, report.failed = exc.results, dict(exc.errors)
             except DriverError as exc:  # the node list: nothing changed
-                results, report.failed = {}, {setup.hostname: exc}
+                # Not this host's name: an ironic driver's nodes are not it.
+                results, report.failed = {}, {NODE_LIST: exc}
             state.owned.note(results)
             result = state.syncer.sync(
                 state.tracker.tree, owned_for=state.owned,
@@ -229,12 +240,39 @@ class Agent:
                       f"{_one_line(exc)}")
             return
         if setup.key != self.setup.key:
+            try:
+                _check_driver(setup)
+            except Exception as exc:
+                self._log(f"reload refused, the configuration in use is "
+                          f"kept: {_one_line(exc)}")
+                return
             self.close()
             self._log("reloaded: configuration changed, new driver and "
                       "tracker")
         else:
             self._log("reloaded: configuration unchanged")
         self.setup = setup
+
+
+def _check_driver(setup: Setup) -> None:
+    """Build ``setup``'s driver and read what each node offers, as a cycle
+    would, then let it go: a configuration that cannot work on this host
+    (``cpu_dedicated_set`` naming CPUs it lacks) fails here, before the
+    one in use is given up.
+
+    Raises:
+        Exception: whatever the driver raised.
+    """
+    driver = setup.make_driver()
+    try:
+        driver.init_host(setup.hostname)
+        for nodename in driver.get_available_nodes():
+            driver.node_resources(nodename)
+    finally:
+        try:
+            driver.cleanup_host(setup.hostname)
+        except Exception as exc:  # the check's answer matters, not this
+            LOG.debug("driver cleanup after the reload check: %s", exc)
 
 
 class _State:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 from virtdriver.state_dir import make_dirs, read_state_file
+from virtdriver.long_numbers import long_number_reason
 
 #: Builds a state file kind's own error: ``(path, problem, remedy)``;
 #: ``remedy`` ``None`` means the kind's usual advice.
@@ -74,6 +75,9 @@ def read_json(path: pathlib.Path, error: ErrorFactory) -> Any | None:
                     f"{exc.colno}: {exc.msg})", None) from None
     except RecursionError:
         raise error(path, "nested too deeply", None) from None
+    except ValueError as exc:  # a number Python will not read
+        raise error(path, f"not valid JSON ({long_number_reason(exc) or exc})",
+                    None) from None
 
 
 def save_json(path: pathlib.Path, document: Any, error: ErrorFactory,

@@ -99,9 +99,10 @@ def assert_documented(status: int, meaning: str) -> None:
 
 def test_the_table_has_each_convention_once():
     table = documented_codes()
-    assert set(table) == {0, 1, 2, 3, 130, 141}
+    assert set(table) == {0, 1, 2, 3, 70, 130, 141}
     assert_documented(1, "refused")
-    assert_documented(1, "internal error")
+    assert_documented(70, "internal error")
+    assert not any("internal" in row for row in table[1])
 
 
 def test_a_usage_error_exits_2_with_one_line_of_cause_and_the_usage():
@@ -159,17 +160,18 @@ def test_a_refused_rebuild_exits_1(tmp_path, monkeypatch, capsys):
     assert_documented(status, "refused")
 
 
-def test_an_internal_error_exits_1_with_one_line(monkeypatch, capsys):
+def test_an_internal_error_exits_70_not_1_with_one_line(monkeypatch, capsys):
     def broken(args):
         raise ZeroDivisionError("division by zero")
     monkeypatch.setattr("virtdriver.cli.config.run_config", broken)
     status = cli.main(["config", "sample"])
     err = capsys.readouterr().err.splitlines()
+    assert status == 70  # not 1, which means refused or a finding
     assert_documented(status, "internal error")
     assert err[0] == ("virtdriver: internal error: ZeroDivisionError: "
                       "division by zero")
     assert "--debug" in err[1] and len(err) == 2
-    assert cli.main(["--debug", "config", "sample"]) == 1
+    assert cli.main(["--debug", "config", "sample"]) == 70
     assert "Traceback" in capsys.readouterr().err
 
 

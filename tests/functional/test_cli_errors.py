@@ -29,7 +29,7 @@ def test_unexpected_error_is_one_line_and_exit_1(capsys):
     status = cli.main(["host"], opener=raising(RuntimeError("boom\nmore")))
 
     captured = capsys.readouterr()
-    assert status == cli.EXIT_INTERNAL == 1
+    assert status == cli.EXIT_INTERNAL == 70
     assert captured.out == ""
     assert captured.err.splitlines() == [
         "virtdriver: internal error: RuntimeError: boom more",
@@ -41,7 +41,7 @@ def test_debug_shows_the_traceback(argv, capsys):
     status = cli.main(argv, opener=raising(KeyError("nodename")))
 
     err = capsys.readouterr().err
-    assert status == 1
+    assert status == cli.EXIT_INTERNAL
     assert err.startswith("Traceback (most recent call last):")
     assert "KeyError: 'nodename'" in err
     assert err.endswith("virtdriver: internal error: KeyError: 'nodename'\n")

@@ -334,10 +334,11 @@ def test_refresh_sees_a_rewrite_that_keeps_size_and_times(
 def test_refresh_of_an_old_unchanged_file_reads_nothing(
         driver, inventory, monkeypatch) -> None:
     opened = []
-    real_open = open
+    real_read = ironic_inventory.read_regular
     monkeypatch.setattr(ironic_inventory, "RACY_NS", -10**18)
-    monkeypatch.setattr("builtins.open", lambda *a, **k: opened.append(a[0])
-                        or real_open(*a, **k))
+    monkeypatch.setattr(ironic_inventory, "read_regular",
+                        lambda *a, **k: opened.append(a[0])
+                        or real_read(*a, **k))
     driver.get_available_nodes(refresh=True)   # verifies once: now trusted
     assert opened == [str(inventory)]
     driver.get_available_nodes(refresh=True)

@@ -148,7 +148,18 @@ HOSTILE = {
     "a negative amount": (
         lambda d: cell0(d).update(memory_mb=-1),
         "instances.i-0.cells[0].memory_mb: the number -1, not a whole number "
-        "from 0 to 2147483647"),
+        "from 1 to 2147483647"),
+    "a pinned cell without memory": (
+        lambda d: cell0(d).update(memory_mb=0),
+        "instances.i-0.cells[0].memory_mb: the number 0, not a whole number "
+        "from 1 to 2147483647"),
+    "a guest cell beyond the instance's cells": (
+        lambda d: cell0(d).update(guest_cell=5),
+        "instances.i-0.cells: guest cells [5] are not 0 to 0, each once"),
+    "an instance key that is a path": (
+        lambda d: d["instances"].update({"../../etc": {
+            **d["instances"].pop("i-0"), "uuid": "../../etc"}}),
+        "instances.../../etc.uuid: '../../etc', not an instance uuid"),
     "a CPU id past the limit": (
         lambda d: cell0(d).update(reserved_cpus=[70000]),
         "instances.i-0.cells[0].reserved_cpus[0]: the number 70000, not a "

@@ -213,8 +213,9 @@ ONE_PROBLEM = [
      "[compute] reserved_host_memory_mb = -1 is negative; use 0 or more"),
     *[(pinning_config, f"[compute]\ncpu_allocation_ratio = {value}\n",
        f"[compute] cpu_allocation_ratio = {float(value)} must be a finite "
-       "number greater than 0, e.g. 1.0")
-      for value in ("0", "-1.5", "nan", "inf")],
+       "number greater than 0 and at most 3.40282e+38 (Placement's "
+       "largest), e.g. 1.0")
+      for value in ("0", "-1.5", "nan", "inf", "1e39")],
     (pinning_config, "[compute]\n"
      "reserved_huge_pages = node:0,size:2048,count:1\n"
      "reserved_huge_pages = node:0,size:2MB,count:9\n",
@@ -272,7 +273,8 @@ def test_pinning_config_refuses_what_no_host_could_satisfy():
         "least one",
         "[compute] reserved_host_memory_mb = -1 is negative; use 0 or more",
         "[compute] ram_allocation_ratio = inf must be a finite number "
-        "greater than 0, e.g. 1.0")
+        "greater than 0 and at most 3.40282e+38 (Placement's largest), "
+        "e.g. 1.0")
 
 
 def test_docs_list_every_option_with_its_default():

@@ -59,6 +59,7 @@ def numa_constraints(flavor: Flavor, image_properties: Mapping[str, Any]
         InvalidRequest: with every problem found, each naming its keys.
     """
     inputs = Inputs(flavor, image_properties)
+    inputs.request_keys()
     vcpus, memory = inputs.flavor_size()
     policy = _cpu_policy(inputs)
     thread = _thread_policy(inputs)

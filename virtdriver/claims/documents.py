@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from virtdriver.claims.model import ClaimError, Flavor, Instance
+from virtdriver.resource_tracker.inventory import (
+    MAX_INT, invalid_resource_class_reason)
 
 _INSTANCE_KEYS = {"uuid", "flavor", "image", "allocations"}
 _FLAVOR_KEYS = {"vcpus", "memory_mb", "extra_specs", "name"}
@@ -79,9 +81,9 @@ def _flavor(value: Any, where: str) -> Flavor:
     for key in ("vcpus", "memory_mb"):
         amount = data.get(key)
         if isinstance(amount, bool) or not isinstance(amount, int) \
-                or not 0 < amount <= 2**31 - 1:
+                or not 0 < amount <= MAX_INT:
             raise InvalidDocument(f"{where}.{key}: {amount!r} is not a "
-                                  "whole number from 1 to 2147483647")
+                                  f"whole number from 1 to {MAX_INT}")
         sizes[key] = amount
     specs = data.get("extra_specs", {})
     if not isinstance(specs, Mapping) or not all(
@@ -107,10 +109,19 @@ def _allocations(value: Any, where: str) -> dict[str, dict[str, int]]:
             else None
         if not isinstance(resources, Mapping) or not all(
                 isinstance(rc, str) and isinstance(n, int)
-                and not isinstance(n, bool) and n >= 0
-                for rc, n in resources.items()):
+                and not isinstance(n, bool) for rc, n in resources.items()):
             raise InvalidDocument(f"{here}: give {{\"resources\": "
                                   "{\"<resource class>\": <amount>}}")
+        for rc, amount in resources.items():
+            reason = invalid_resource_class_reason(rc)
+            if reason is not None:
+                raise InvalidDocument(f"{here}.resources: {reason}; name "
+                                      "a resource class, e.g. VCPU")
+            if not 0 <= amount <= MAX_INT:
+                raise InvalidDocument(
+                    f"{here}.resources.{rc}: {amount} is not a whole number "
+                    f"from 0 to {MAX_INT} (Placement's largest amount); "
+                    "give the amount allocated")
         result[str(provider)] = dict(resources)
     return result
 

@@ -15,8 +15,12 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+import os_resource_classes as orc
+
 from virtdriver.claims.model import PAGE_SIZES, Flavor, PageSize, Problem
 from virtdriver.cpuset import CPUSetError, format_cpuset, parse_cpuset
+from virtdriver.resource_tracker.inventory import (
+    MAX_INT, invalid_resource_class_reason)
 
 #: Returned by a parser whose input was wrong (its problem is recorded).
 INVALID: Any = type("Invalid", (), {"__repr__": lambda self: "INVALID"})()
@@ -24,6 +28,14 @@ INVALID: Any = type("Invalid", (), {"__repr__": lambda self: "INVALID"})()
 #: Largest flavor vCPU count read (one past the largest CPU id a CPU set
 #: may name); far above any real guest.
 MAX_VCPUS = 65536
+
+#: A Placement request group suffix (microversion 1.33): ``resources1``,
+#: ``resources_ACCEL``.
+_GROUP_SUFFIX = "[a-zA-Z0-9_-]{1,64}"
+_GROUPED_KEY = re.compile(r"^(resources|trait)([^:]*):(.*)$", re.DOTALL)
+#: Most digits a count may have (MAX_INT has 10); a longer text is refused
+#: before ``int()`` reads it.
+_MAX_DIGITS = 10
 
 _TRUE = frozenset({"1", "t", "true", "on", "y", "yes"})
 _FALSE = frozenset({"0", "f", "false", "off", "n", "no"})
@@ -131,16 +143,18 @@ class Inputs:
 
     def count(self, key: str, value: str | None, what: str,
               minimum: int = 1) -> Any:
-        """``value`` read as an integer of at least ``minimum``."""
+        """``value`` read as an integer from ``minimum`` to Placement's
+        largest (2147483647)."""
         if value is None:
             return None
         text = value.strip()
-        if text.isascii() and text.isdigit() and int(text) >= minimum:
+        if (text.isascii() and text.isdigit() and len(text) <= _MAX_DIGITS
+                and minimum <= int(text) <= MAX_INT):
             return int(text)
         return self.refuse(
-            f"{self._where(key)} {show(key, value)} is not "
-            f"{'a positive' if minimum == 1 else 'a non-negative'} integer; "
-            f"set it to {what}", {key: value})
+            f"{self._where(key)} {_clipped(key, value)} is not "
+            f"{'a positive' if minimum == 1 else 'a non-negative'} integer "
+            f"(at most {MAX_INT}); set it to {what}", {key: value})
 
     def page_size(self, key: str, value: str | None) -> PageSize:
         """A page size: ``small``/``large``/``any`` or a size in KiB."""
@@ -206,6 +220,42 @@ class Inputs:
             found.append(dict(sorted(by_node.items())))
         return found[0], found[1]
 
+    def request_keys(self) -> None:
+        """Refuse keys that look meant but would be ignored: a character
+        that does not print (a zero-width space) in any key; a
+        ``resources``/``trait`` key whose group suffix is not Placement's
+        ``[a-zA-Z0-9_-]{1,64}``; a ``resources`` key naming no resource
+        class, or whose amount is not 0 to 2147483647 (1 or more for
+        ``MEMORY_MB``: a guest needs memory)."""
+        for values in (self.specs, self.props):
+            for key, value in values.items():
+                if not key.isprintable():
+                    odd = next(c for c in key if not c.isprintable())
+                    self.refuse(
+                        f"{self._where(key)} key {key!r} holds the invisible "
+                        f"character U+{ord(odd):04X}; retype the key",
+                        {key: value})
+        for key, value in self.specs.items():
+            match = _GROUPED_KEY.match(key)
+            if match is None or not key.isprintable():
+                continue
+            family, suffix, name = match.groups()
+            if suffix and not re.fullmatch(_GROUP_SUFFIX, suffix):
+                self.refuse(
+                    f"flavor key {key!r}: {suffix!r} is not a request group "
+                    f"suffix; write {family}:{name} or {family}N:{name} "
+                    f"(a suffix of 1 to 64 of a-z, A-Z, 0-9, _ and -)",
+                    {key: value})
+            elif family == "resources":
+                reason = invalid_resource_class_reason(name)
+                if reason is not None:
+                    self.refuse(f"flavor key {key!r}: {reason}; name a "
+                                "resource class, e.g. resources:VCPU",
+                                {key: value})
+                elif name not in (orc.VCPU, orc.PCPU):  # resource_amount's
+                    self.count(key, value, f"the amount of {name}",
+                               minimum=1 if name == orc.MEMORY_MB else 0)
+
     def resource_amount(self, resource_class: str) -> tuple[Any, list[str]]:
         """Sum of ``resources[N]:<resource_class>`` in the flavor, the keys
         that set it; (None, []) when none does."""
@@ -244,9 +294,10 @@ class Inputs:
 
 def group_keys(specs: Mapping[str, Any], prefix: str, name: str
                ) -> list[str]:
-    """The keys ``<prefix>:<name>`` and ``<prefix><N>:<name>`` (Placement
-    request groups, e.g. ``resources1:PCPU``), sorted."""
-    pattern = re.compile(rf"^{prefix}([1-9][0-9]*)?:{re.escape(name)}$")
+    """The keys ``<prefix>:<name>`` and ``<prefix><SUFFIX>:<name>``
+    (Placement request groups, e.g. ``resources1:PCPU``,
+    ``resources_ACCEL:VCPU``), sorted."""
+    pattern = re.compile(rf"^{prefix}({_GROUP_SUFFIX})?:{re.escape(name)}$")
     return sorted(k for k in specs if pattern.match(k))
 
 
@@ -259,6 +310,12 @@ def flavor_traits(extra_specs: Mapping[str, Any]
     forbidden = {k[len("trait:"):] for k, v in extra_specs.items()
                  if k.startswith("trait:") and v == "forbidden"}
     return frozenset(required), frozenset(forbidden)
+
+
+def _clipped(key: str, value: str) -> str:
+    """``show(key, value)``, a value of more than 40 characters cut."""
+    return show(key, value if len(value) <= 40
+                else value[:20] + f"...({len(value)} characters)")
 
 
 def _relevant(key: str) -> bool:

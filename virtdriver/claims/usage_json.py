@@ -39,6 +39,8 @@ VERSION = 1
 MAX_AMOUNT = 2**31 - 1
 _MAX_UUID = 255
 _DIGITS = re.compile(r"0|[1-9][0-9]*")
+#: An instance id: a uuid, or a test's "i-1"; never a path ("../../etc").
+_INSTANCE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _FIT_KEYS = ("uuid", "cells", "cpu_thread_policy", "floating")
 _CELL_KEYS = ("guest_cell", "host_cell", "pinning", "shared_vcpus",
               "memory_mb", "page_size_kib", "reserved_cpus", "emulator_cpus")
@@ -144,6 +146,11 @@ def usage_from_json(document: Any, host: HostResources | None, *,
     return usage
 
 
+def _clip(value: Any) -> str:
+    shown = _kind(value) if not isinstance(value, str) else repr(value)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -221,8 +228,10 @@ class _Reader:
             return None
         uuid = doc["uuid"]
         if not (isinstance(uuid, str) and 0 < len(uuid) <= _MAX_UUID
-                and uuid.isprintable()):
-            self.bad(f"{where}.uuid", f"{_kind(uuid)}, not an instance uuid")
+                and _INSTANCE_ID.fullmatch(uuid)):
+            self.bad(f"{where}.uuid", f"{_clip(uuid)}, not an instance uuid "
+                     "(letters, digits, '-', '_' and '.', from a letter or "
+                     "digit)")
         elif key is not None and uuid != key:
             self.bad(f"{where}.uuid", f"{uuid!r} is not the key it is under")
         policy = doc["cpu_thread_policy"]
@@ -240,6 +249,12 @@ class _Reader:
         parsed = [self.cell(c, f"{where}.cells[{i}]")
                   for i, c in enumerate(cells)]
         if len(self.problems) > start or floating is None:
+            return None
+        guest = sorted(c.guest_cell for c in parsed)
+        if guest != list(range(len(parsed))):
+            self.bad(f"{where}.cells", f"guest cells {guest} are not 0 to "
+                     f"{len(parsed) - 1}, each once (one per guest NUMA "
+                     "node)")
             return None
         if cells and (floating["vcpus"] or floating["memory_mb"]):
             self.bad(f"{where}.floating", "an instance with cells has no "
@@ -270,7 +285,8 @@ class _Reader:
             "host_cell": lambda v, w: self.number(v, w, MAX_CPU_ID),
             "pinning": self.pinning,
             "shared_vcpus": self.cpus,
-            "memory_mb": lambda v, w: self.number(v, w, MAX_AMOUNT),
+            "memory_mb": lambda v, w: self.number(v, w, MAX_AMOUNT,
+                                                  minimum=1),
             "page_size_kib": lambda v, w: None if v is None else self.number(
                 v, w, MAX_AMOUNT, minimum=1),
             "reserved_cpus": self.cpus,

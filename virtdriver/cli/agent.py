@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import datetime
 import logging
+import math
 import signal
 import socket
 import sys
@@ -27,6 +28,7 @@ from virtdriver.cli.loading import (
     driver_arguments, new_driver, provider_config)
 from virtdriver.cli.sync import placement_target
 from virtdriver.conf import apply_overrides, make_conf
+from virtdriver.regular_file import read_regular
 from virtdriver.state_dir import StateDirError, state_dir
 
 
@@ -39,9 +41,7 @@ def run_agent(args: argparse.Namespace, conf,
             the log file cannot be opened, no state directory.
     """
     del uri_reason  # the log line has no room for it
-    if args.interval < 0:
-        raise CommandError(f"--interval {args.interval}: must be 0 or more "
-                           "seconds; give e.g. --interval 60")
+    check_interval(args.interval)
     try:
         directory = state_dir()
     except StateDirError as exc:
@@ -73,6 +73,18 @@ def run_agent(args: argparse.Namespace, conf,
             return agent.run(once=args.once)
 
 
+def check_interval(seconds: float) -> None:
+    """Refuse an ``--interval`` that is not a finite number of seconds
+    above 0 (``nan`` would loop without a pause, ``inf`` never again).
+
+    Raises:
+        CommandError: exit 2, naming the value.
+    """
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise CommandError(f"--interval {seconds:g}: must be a number of "
+                           "seconds above 0; give e.g. --interval 60")
+
+
 def _classify(exc: BaseException) -> int:
     status = exit_status(exc)
     return BAD_INPUT if status in (None, 1) else status
@@ -83,8 +95,7 @@ def _config_bytes(paths: list[str]) -> tuple[tuple[str, bytes], ...]:
     found = []
     for path in paths:
         try:
-            with open(path, "rb") as stream:
-                found.append((path, stream.read()))
+            found.append((path, read_regular(path)))
         except OSError as exc:
             raise CommandError(f"--config-file {path}: cannot read it "
                                f"({exc.strerror}); fix the path") from exc

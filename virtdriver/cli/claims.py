@@ -8,6 +8,7 @@ with them is built afresh from the host, as ``report`` builds it.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import uuid as uuidlib
 from typing import TextIO
@@ -28,6 +29,7 @@ from virtdriver.resource_tracker.tracker import ResourceTracker
 from virtdriver.state_dir import state_dir
 
 COMMANDS = ("claims", "claim", "release", "rebuild-check")
+_LOG = logging.getLogger(__name__)
 
 
 def run_claims_command(args: argparse.Namespace, conf,
@@ -40,6 +42,7 @@ def run_claims_command(args: argparse.Namespace, conf,
     tracker = ResourceTracker(driver, state_dir=state_dir(),
                               driver_name=args.driver,
                               tree=host_tree(driver, args.driver, conf))
+    _warn_foreign_nodes(tracker, driver)
     if args.command == "claim":
         instance = _instance(args.instance)
         nodename = chosen_node(driver, args)
@@ -90,7 +93,31 @@ def _instance(path: str) -> Instance:
         load_data_file(path, "instance", CommandError), path)
 
 
+def _warn_foreign_nodes(tracker: ResourceTracker,
+                        driver: ComputeDriver) -> None:
+    """Warn of claims the file holds for nodes this host does not have
+    (a renamed host): they count on no node, so say which file and how
+    to move or drop them."""
+    nodes = driver.get_available_nodes()
+    for nodename, usage in tracker.claims().items():
+        if nodename in nodes or not usage.instances:
+            continue
+        move = (f"rename the key {nodename!r} under \"nodes\" to "
+                f"{nodes[0]!r}" if len(nodes) == 1 else
+                f"rename the key {nodename!r} under \"nodes\" to one of "
+                f"{', '.join(map(repr, nodes[:10]))}")
+        _LOG.warning(
+            "instance claims %s: node %r holds %d claim(s) but is not a node "
+            "of this host (%s), so they count on no node; if the host was "
+            "renamed, %s (no virtdriver command running), else delete that "
+            "entry to drop them", tracker.claims_path, nodename,
+            len(usage.instances), ", ".join(nodes) or "no nodes", move)
+
+
 def _instance_uuid(value: str) -> str:
+    if not value.strip():
+        raise CommandError("--instance '' names nothing; give the instance's "
+                           "uuid or the path of its INSTANCE.json")
     try:
         return str(uuidlib.UUID(value))
     except ValueError:

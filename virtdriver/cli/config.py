@@ -14,6 +14,8 @@ import sys
 
 from oslo_config import cfg, generator
 
+from virtdriver.cli.errors import CommandError
+
 #: The ``oslo.config.opts`` entry point naming :func:`virtdriver.conf.list_opts`.
 NAMESPACE = "virtdriver"
 
@@ -30,11 +32,25 @@ def sample_config() -> str:
 
 
 def run_config(args: argparse.Namespace) -> int:
-    """``config sample``: print the sample, or write it to ``--output``."""
+    """``config sample``: print the sample, or write it to ``--output``.
+
+    Raises:
+        CommandError: ``--output`` cannot be written (exit 2), a full
+            disk included.
+    """
     text = sample_config()
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as file:
-            file.write(text)
+        try:
+            with open(args.output, "w", encoding="utf-8") as file:
+                file.write(text)
+        except OSError as exc:
+            if exc.filename is not None:  # the path: main says "cannot use"
+                raise
+            # ENOSPC at write or close names no file.
+            raise CommandError(
+                f"--output {args.output}: cannot write the sample "
+                f"({exc.strerror or exc}); free space or give another "
+                "path") from None
     else:
         sys.stdout.write(text)
     return 0

@@ -2,19 +2,20 @@
 
 The one table of them is docs/exit-codes.md: 0 ok; 1 refused or a
 finding (a claim that does not fit, a refused rebuild, a ``diff`` that
-differs), and also an internal error; 2 usage or input error (argparse
-exits 2 itself); 3 environment problem; 130 interrupted; 141 output closed.
+differs); 2 usage or input error (argparse exits 2 itself); 3 environment
+problem; 70 internal error (sysexits' ``EX_SOFTWARE``); 130 interrupted;
+141 output closed.
 
 Every error the library documents is bad input or an unreachable
 environment: one ``virtdriver: <message>`` (the message names the input,
 what is wrong and what to do), exit 2, or 3 when libvirt or Placement
 cannot be reached (or Placement answers 5xx) or a lock is held too long.
 A Placement 4xx is our request's fault: bad input, 2.  Anything else is a
-bug: one line naming it, exit 1, and the traceback only with ``--debug``.
+bug: one line naming it, exit 70, and the traceback only with ``--debug``.
 A bug whose traceback runs through the chosen driver's code — raised by
 the driver, directly or as a node's failure in the tracker's update — is
 named as that driver's failure (:class:`DriverCode`), not virtdriver's
-and not the input's.
+and not the input's (exit 70 too: a bug, whoever wrote it).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TextIO
 
-#: A bug in virtdriver (an error nobody anticipated).
-EXIT_INTERNAL = 1
+#: A bug in virtdriver (an error nobody anticipated): sysexits.h's
+#: ``EX_SOFTWARE``, so a script can tell a bug from a refusal (1).
+EXIT_INTERNAL = 70
 #: A claim or rebuild refused (does not fit, would change the instance):
 #: the answer, not an error of the input files.
 EXIT_REFUSED = 1
@@ -73,7 +75,9 @@ KNOWN_NAMES = (
     ("virtdriver.filelock", "LockError"),
     ("virtdriver.state_dir", "StateDirError"),
     ("virtdriver.claims.documents", "InvalidDocument"),
+    ("virtdriver.claims.model", "InvalidRequest"),
     ("virtdriver.resource_tracker.claims_file", "ClaimsFileError"),
+    ("virtdriver.provider_config.record", "RecordError"),
     ("virtdriver.claims.rebuild", "ProviderDocumentError"),
     ("virtdriver.placement.errors", "PlacementError"),
     ("virtdriver.placement.embedded", "EmbeddedError"),

@@ -19,9 +19,10 @@ from typing import TextIO
 
 from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.explain import (
-    ConfigSource, Explanation, explain, explain_all, parse_statuses, select)
+    INVALID, ConfigSource, Explanation, explain, explain_all, parse_statuses,
+    select)
 from virtdriver.capabilities.traits.ownership import Ownership
-from virtdriver.cli.errors import CommandError
+from virtdriver.cli.errors import EXIT_FAILURE, CommandError
 from virtdriver.provider_config import (
     EVERY_COMPUTE_NODE, ProviderConfigError, check_ownership, load_directory)
 from virtdriver.render.explain import (
@@ -57,6 +58,13 @@ def run_explain(args: argparse.Namespace, node: NodeTraits,
         answers = explain_all(node.report, node.configured)
     answers = select(answers, statuses=statuses, families=chosen)
     out.write(explanations(answers, args, out))
+    # A name that is no trait is bad input, even beside good ones.
+    invalid = [a.trait for a in answers if a.status == INVALID]
+    if args.traits and invalid:
+        print(f"virtdriver: {', '.join(invalid)}: not a trait name; "
+              "check the spelling (an os-traits name or CUSTOM_...)",
+              file=sys.stderr)
+        return EXIT_FAILURE
     return 0
 
 

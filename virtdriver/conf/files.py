@@ -24,12 +24,14 @@ from collections.abc import Iterable, Mapping
 from oslo_config import cfg
 
 from virtdriver.conf.reader import DOCS
+from virtdriver.regular_file import NotRegularFile, read_regular
 
 
 def file_problems(path: str) -> list[str]:
     """What keeps ``path`` from being read as a UTF-8 config file.
 
-    Empty when it is a readable regular file of UTF-8 text.
+    Empty when it is a readable regular file of UTF-8 text; nothing is
+    read from a device or FIFO.
     """
     if not os.path.exists(path):
         return [f"cannot read config file {path}: it does not exist or is "
@@ -38,8 +40,10 @@ def file_problems(path: str) -> list[str]:
         return [f"config file {path} is a directory; give a file (options "
                 "are read from files only, not from directories)"]
     try:
-        with open(path, "rb") as file:
-            data = file.read()
+        data = read_regular(path)
+    except NotRegularFile:  # /dev/zero would never end, a FIFO block
+        return [f"config file {path} is not a regular file (a device, pipe "
+                "or socket); give the path of a config file"]
     except OSError as exc:
         return [f"cannot read config file {path}: {exc.strerror or exc}; "
                 "check its permissions"]

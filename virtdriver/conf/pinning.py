@@ -9,7 +9,6 @@ host; checks against the host (does CPU 40 exist? is it online?) are in
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -21,6 +20,7 @@ from virtdriver.conf.defaults import (
 )
 from virtdriver.conf.reader import ConfigError, OptionReader, sources
 from virtdriver.cpuset import parse_cpuset
+from virtdriver.providers.inventory import MAX_ALLOCATION_RATIO
 
 if TYPE_CHECKING:
     from oslo_config import cfg
@@ -92,9 +92,11 @@ class PinningConfig:
                             "use 0 or more")
         for option, ratio in ((OPTION_CPU_RATIO, self.cpu_allocation_ratio),
                               (OPTION_RAM_RATIO, self.ram_allocation_ratio)):
-            if not (math.isfinite(ratio) and ratio > 0):
+            if not 0 < ratio <= MAX_ALLOCATION_RATIO:
                 problems.append(f"{option} = {ratio} must be a finite "
-                                "number greater than 0, e.g. 1.0")
+                                "number greater than 0 and at most "
+                                f"{MAX_ALLOCATION_RATIO:g} (Placement's "
+                                "largest), e.g. 1.0")
         problems.extend(_reservation_problems(self.reserved_huge_pages))
         if problems:
             raise ConfigError(problems)

@@ -25,6 +25,8 @@ the ``password`` plugin's, and a file may use any installed plugin's.
 
 from __future__ import annotations
 
+import math
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -33,7 +35,8 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
-from virtdriver.conf.reader import DOCS, ConfigError, option_name
+from virtdriver.conf.reader import (
+    DOCS, ConfigError, option_name, value_reason)
 
 if TYPE_CHECKING:
     from virtdriver.placement.client import PlacementClient
@@ -124,10 +127,11 @@ def placement_client(conf: cfg.ConfigOpts) -> PlacementClient | None:
     it names none (module doc).  Nothing is sent yet.
 
     Raises:
-        ConfigError: see :func:`placement_adapter`.
+        ConfigError: see :func:`check_values` and :func:`placement_adapter`.
     """
     from virtdriver.placement.client import PlacementClient
 
+    check_values(conf)
     if uses_keystone(conf):
         return PlacementClient(placement_adapter(conf))
     if not configured(conf):
@@ -150,6 +154,49 @@ def _no_userinfo(url: str | None) -> None:
             f"***@{url.rpartition('@')[2]} carries a user name or password; "
             f"remove it, and give keystone credentials as the [{GROUP}] auth "
             f"options (auth_type, username, password; see {DOCS})"])
+
+
+def check_values(conf: cfg.ConfigOpts) -> None:
+    """Refuse ``[placement]`` values that cannot work, where they are read:
+    one that is not of its option's type (``timeout = abc``), a
+    ``timeout`` that is not a number of seconds above 0, an
+    ``endpoint_override`` that is not an http(s) URL with a host.
+
+    Raises:
+        ConfigError: one line per bad value, naming option and value.
+    """
+    group = conf[GROUP]
+    problems = []
+    for name in ("timeout", "endpoint_override"):
+        try:
+            getattr(group, name)
+        except cfg.ConfigFileValueError as exc:
+            problems.append(f"{option_name(GROUP, name)}: "
+                            f"{value_reason(exc)}; correct it (see {DOCS})")
+    if problems:
+        raise ConfigError(problems)
+    timeout = group.timeout
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        problems.append(f"{option_name(GROUP, 'timeout')} = {timeout:g} is "
+                        "not a number of seconds above 0; give e.g. 30")
+    url = group.endpoint_override
+    if url and not _http_url(url):
+        problems.append(
+            f"{option_name(GROUP, 'endpoint_override')} = {url!r} is not an "
+            "http:// or https:// URL with a host; give Placement's "
+            "endpoint, e.g. http://placement.example:8778")
+    if problems:
+        raise ConfigError(problems)
+
+
+def _http_url(url: str) -> bool:
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 (a port that is not a number raises)
+    except ValueError:
+        return False
+    return (parts.scheme in ("http", "https") and bool(parts.hostname)
+            and " " not in url)
 
 
 def placement_adapter(conf: cfg.ConfigOpts) -> ks_adapter.Adapter:

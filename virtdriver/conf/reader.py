@@ -12,6 +12,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from virtdriver.long_numbers import long_number_reason
+
 if TYPE_CHECKING:
     from oslo_config import cfg
 
@@ -71,7 +73,7 @@ class OptionReader:
         except _source_value_errors() as exc:
             # oslo's own message names the file as a repr; the reason
             # behind it (the type's complaint) is the useful part.
-            reason = exc.__context__ or exc
+            reason = value_reason(exc)
             self.problems.append(f"{option}: {reason}; correct it "
                                  f"(see {DOCS})")
             return None
@@ -91,6 +93,16 @@ class OptionReader:
         """Raise :class:`ConfigError` if any problem was recorded."""
         if self.problems:
             raise ConfigError(self.problems, sources(self.conf))
+
+
+def value_reason(exc: Exception) -> str:
+    """Why oslo.config refused a value: the type's complaint behind its
+    error (which names the file as a repr), and for a number of more than
+    4300 digits that, not Python's advice to raise the limit."""
+    reason = exc.__context__ or exc
+    long_number = long_number_reason(reason)
+    return str(reason) if long_number is None else \
+        f"{long_number} is not a value"
 
 
 def _source_value_errors() -> tuple[type[Exception], ...]:

@@ -12,16 +12,18 @@ type with a one-line message naming the file.
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import pathlib
-import stat
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import os_traits
 
 from virtdriver.capabilities.traits.names import invalid_reason
+from virtdriver.long_numbers import long_number_reason
+from virtdriver.regular_file import NotRegularFile, read_regular
 
 #: Largest data file read, in bytes (16 MiB).
 MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -195,16 +197,14 @@ def kind_of(value: Any) -> str:
 
 def _read(path: pathlib.Path, what: str, error: type[Exception]) -> bytes:
     try:
-        info = path.stat()
-        if stat.S_ISDIR(info.st_mode):
+        # One byte more than allowed tells a file that grew past the cap.
+        raw = read_regular(path, MAX_FILE_BYTES + 1)
+    except NotRegularFile as exc:
+        if exc.errno == errno.EISDIR:
             raise error(f"{path}: is a directory, not a {what} file; give "
-                        "the path of the file itself")
-        if not stat.S_ISREG(info.st_mode):
-            raise error(f"{path}: is not a regular file (a device, pipe or "
-                        f"socket); give the path of a {what} file")
-        with path.open("rb") as stream:
-            # One byte more than allowed tells a file that grew past the cap.
-            raw = stream.read(MAX_FILE_BYTES + 1)
+                        "the path of the file itself") from None
+        raise error(f"{path}: is not a regular file (a device, pipe or "
+                    f"socket); give the path of a {what} file") from None
     except OSError as exc:
         raise error(f"{path}: cannot read the {what}: "
                     f"{exc.strerror or exc}; check the path and its "
@@ -240,6 +240,9 @@ def _one_line(exc: Exception) -> str:
                 f" at line {where.line + 1}, column {where.column + 1})"
                 if where else ")")
         return " ".join(text.split())
+    long_number = long_number_reason(exc)
+    if long_number is not None:
+        return f"{long_number}, longer than any value a data file holds"
     return " ".join(str(exc).split())
 
 

@@ -47,6 +47,7 @@ import os_resource_classes
 
 from virtdriver.drivers.data_files import (
     MAX_FILE_BYTES, check_fields, check_trait_list, kind_of, load_data_file)
+from virtdriver.regular_file import read_regular
 
 #: Provision states in which a node can take (or holds) an instance.
 USABLE_STATES = frozenset({"available", "active"})
@@ -213,9 +214,9 @@ class FileWatch:
 
     def _read_digest(self) -> bytes | None:
         try:
-            with open(self._name, "rb") as stream:
-                # No more than a parse would read (a bigger file fails it).
-                data = stream.read(MAX_FILE_BYTES + 1)
+            # No more than a parse would read (a bigger file fails it);
+            # nothing from a FIFO or device (the parse refuses them).
+            data = read_regular(self._name, MAX_FILE_BYTES + 1)
         except OSError:
             return None  # the parse says why; a None digest never matches
         return hashlib.sha256(data).digest()

@@ -127,6 +127,10 @@ def _from_manifest(root: pathlib.Path) -> HostDocuments:
         manifest = json.loads(text)
     except ValueError as exc:
         raise SnapshotError(f"{path}: not readable JSON: {exc}") from None
+    except RecursionError:  # a manifest is a few levels deep, never more
+        raise SnapshotError(f"{path}: nested too deeply to be a {FORMAT} "
+                            "manifest; take the snapshot again with "
+                            "`virtdriver snapshot`") from None
     where = str(path)
     if not isinstance(manifest, Mapping) or manifest.get("format") != FORMAT:
         raise SnapshotError(f"{where}: not a {FORMAT} manifest (its "

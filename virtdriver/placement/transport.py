@@ -318,8 +318,8 @@ def from_keystoneauth(exc: ks_exc.ClientException, method: str, path: str,
                         ks_exc.DiscoveryFailure)):
         return PlacementUnreachable(
             f"{method} {path}: Placement at {where} is not reachable "
-            f"({why(exc)}); start it or fix the URL, then run again (a "
-            "sync resumes where it stopped)", **kwargs)
+            f"({why(exc)}); start it or fix the URL, then run again",
+            **kwargs)
     if isinstance(exc, ks_exc.HttpError) and exc.http_status >= 500:
         return KeystoneUnavailable(
             f"{method} {path}: keystone answered {exc.http_status} while "

@@ -36,6 +36,8 @@ from virtdriver.providers.errors import InvalidProvider
 MAX_INT = 2**31 - 1
 #: Placement's largest ``allocation_ratio`` (a single-precision column).
 MAX_RATIO = 3.40282e38
+#: The same, by the name the option checks use.
+MAX_ALLOCATION_RATIO = MAX_RATIO
 #: The fields of a record, in Placement's order.
 FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size",
           "allocation_ratio")

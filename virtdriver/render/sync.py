@@ -23,6 +23,12 @@ def summary(result: SyncResult) -> str:
         head = "failed"
     elif result.errors:
         head = f"{_count(len(result.errors), 'provider')} failed"
+    elif not changed and result.kept:
+        # A delete Placement refused is no change, but news: say so, and
+        # why, in the one line an agent cycle logs.
+        kept = result.kept
+        head = (f"{_count(len(kept), 'provider')} not deleted "
+                f"({kept[0].name or kept[0].uuid}: {kept[0].kept})")
     elif not changed:
         head = "no changes"
     elif result.dry_run:

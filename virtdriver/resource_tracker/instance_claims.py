@@ -62,8 +62,9 @@ def claim_instance(driver: ComputeDriver, claims: ClaimsFile,
     if holder is not None:
         raise ClaimError(
             f"instance {instance.uuid} already holds a claim on node "
-            f"{holder!r}; release it there first (a rebuild claims "
-            "nothing: use rebuild_claim)")
+            f"{holder!r}; release it first (`virtdriver release "
+            f"--instance {instance.uuid}`); a rebuild claims nothing new: "
+            "check one with `virtdriver rebuild-check`")
     usage = claims.usage(nodename, host)
     request = numa_constraints(instance.flavor, instance.image_properties)
     found = fit(request, instance.flavor, host, usage,
@@ -105,6 +106,8 @@ def provider_usages(driver: ComputeDriver, claims: ClaimsFile,
     flat tree and for instances without a NUMA topology)."""
     result: dict[str, dict[str, int]] = {}
     for nodename, usage in _all(driver, claims).items():
+        if nodename not in driver.get_available_nodes():
+            continue  # a node this host no longer has uses none of its
         host = driver.node_resources(nodename)
         if host is None or not tree.exists(nodename):
             continue

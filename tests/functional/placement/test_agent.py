@@ -19,6 +19,8 @@ from placement_helpers import Api
 from virtdriver import agent as agent_lib
 from virtdriver import fakelibvirt as fake_module
 from virtdriver.cli.errors import exit_status
+from virtdriver.conf import make_conf
+from virtdriver.drivers.loader import load_driver
 from virtdriver.drivers.libvirt.driver import LibvirtDriver
 from virtdriver.drivers.libvirt.session import LibvirtSession
 from virtdriver.fakelibvirt.presets import preset_documents
@@ -75,7 +77,7 @@ def test_sigterm_mid_cycle_leaves_whole_state_files(tmp_path, placement):
     state = tmp_path / "state"
     log = tmp_path / "agent.log"
     proc = start_agent(state, "--placement-url", placement.url,
-                       "--interval", "0", "--log-file", str(log),
+                       "--interval", "0.01", "--log-file", str(log),
                        "--driver", "fake", "--host-spec", "numa4-large")
     # The ledger is saved by the update, before the sync: signal then.
     try:
@@ -192,3 +194,71 @@ def test_sighup_reloads_at_the_next_cycle(tmp_path, placement):
         _, err = proc.communicate(timeout=10)
     assert (proc.returncode, err) == (0, "")
     assert "failed" not in said()
+
+
+def in_process_agent(directory, placement, lines: list[str], driver_name: str,
+                     driver, *, hostname: str = "cmp1") -> agent_lib.Agent:
+    """An agent in this process syncing to ``placement``; ``driver()``
+    gives each load's ``(key, make_driver)``; lines go to ``lines``."""
+    def load() -> agent_lib.Setup:
+        key, make_driver = driver()
+        return agent_lib.Setup(
+            key=key, directory=directory, driver_name=driver_name,
+            make_driver=make_driver, hostname=hostname, provider_config=None,
+            target="test", connect=placement.client)
+
+    return agent_lib.Agent(load, interval=0, log=lines.append,
+                           classify=lambda e: exit_status(e) or 2)
+
+
+def test_a_reload_that_cannot_work_here_keeps_the_configuration(
+        tmp_path, placement):
+    config = tmp_path / "virtdriver.conf"
+    config.write_text("[compute]\ncpu_allocation_ratio = 2.0\n")
+    lines: list[str] = []
+
+    def driver() -> tuple[str, object]:  # the file as it is at each load
+        conf = make_conf(config_files=[config])
+        return config.read_text(), lambda: load_driver(
+            "fake", conf=conf, host="small", nested=True)
+
+    agent = in_process_agent(tmp_path, placement, lines, "fake", driver)
+    try:
+        assert agent.cycle().status == agent_lib.OK
+        kept = agent.setup
+        # This host has CPUs 0-3: the new file cannot work here.
+        config.write_text("[compute]\ncpu_dedicated_set = 0-99\n")
+        agent.reload()
+        report = agent.cycle()
+        assert report.status == agent_lib.OK, lines
+        assert lines[-2].startswith("reload refused, the configuration in "
+                                    "use is kept: "), lines
+        assert "cpu_dedicated_set names CPUs 4-99" in lines[-2]
+        assert agent.setup is kept
+        assert "cycle 2: no changes" in lines[-1]
+    finally:
+        agent.close()
+
+
+def test_an_unreadable_ironic_inventory_is_not_called_this_host(
+        tmp_path, placement):
+    inventory = tmp_path / "nodes.json"
+    node = {"uuid": "1be26c0b-03f2-4d2e-ae87-c02d7f33c123",
+            "name": "rack1-u07", "resource_class": "baremetal.gold"}
+    inventory.write_text(json.dumps({"nodes": [node]}))
+    lines: list[str] = []
+    ironic = lambda: load_driver("ironic", inventory_path=inventory)  # noqa: E731
+    agent = in_process_agent(tmp_path, placement, lines, "ironic",
+                             lambda: (None, ironic), hostname="this-host")
+    try:
+        assert agent.cycle().status == agent_lib.OK, lines
+        inventory.write_text("{not json")
+        os.utime(inventory, ns=(10**18, 10**18))  # surely a new signature
+        broken = agent.cycle()
+        assert broken.status == 2, lines
+        assert set(broken.failed) == {agent_lib.NODE_LIST}
+        assert ("the driver's node list could not be read (no node updated, "
+                "nothing removed)") in lines[-1]
+        assert "this-host" not in lines[-1]
+    finally:
+        agent.close()
