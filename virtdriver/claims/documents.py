@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from virtdriver.claims.model import ClaimError, Flavor, Instance
-from virtdriver.resource_tracker.inventory import (
+from virtdriver.providers.inventory import (
     MAX_INT, invalid_resource_class_reason)
 
 _INSTANCE_KEYS = {"uuid", "flavor", "image", "allocations"}

@@ -19,7 +19,7 @@ import os_resource_classes as orc
 
 from virtdriver.claims.model import PAGE_SIZES, Flavor, PageSize, Problem
 from virtdriver.cpuset import CPUSetError, format_cpuset, parse_cpuset
-from virtdriver.resource_tracker.inventory import (
+from virtdriver.providers.inventory import (
     MAX_INT, invalid_resource_class_reason)
 
 #: Returned by a parser whose input was wrong (its problem is recorded).
