@@ -233,6 +233,20 @@ def test_a_file_option_completes_file_names(script, tmp_path, monkeypatch):
         "tree-a.json"]
 
 
+@needs_bash
+def test_driver_names_and_presets_complete(script, tmp_path, monkeypatch):
+    from virtdriver.drivers.fake_host import PRESETS
+    assert {"libvirt", "fake", "ironic"} <= set(
+        complete(script, "report", "--driver", ""))
+    assert complete(script, "sync", "--driver", "ir") == ["ironic"]
+    monkeypatch.chdir(tmp_path)
+    assert sorted(complete(script, "report", "--host-spec", "")) == sorted(
+        PRESETS)
+    (tmp_path / "numa-spec.yaml").write_text("{}")  # a spec may be a file
+    assert sorted(complete(script, "claims", "--host-spec", "numa")) == [
+        "numa-spec.yaml", "numa2-ht", "numa4-large"]
+
+
 def test_the_script_follows_the_parser(capsys):
     from virtdriver.cli.parser import build_parser
     assert cli.main(["completion", "bash"]) == 0

@@ -10,6 +10,7 @@ is checked in :mod:`.checks`.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from virtdriver.capabilities.traits.config import CPU_MODES
 from virtdriver.conf.defaults import VIRT_TYPES
@@ -52,7 +53,32 @@ def _add_text_or_json(parser: argparse.ArgumentParser) -> None:
                         default="text", help="output format (default: text)")
 
 
+def version_text() -> str:
+    """``virtdriver X.Y.Z`` from the installed distribution's metadata
+    (``virtdriver (version unknown)`` when it is not installed)."""
+    from importlib import metadata
+    try:
+        return f"virtdriver {metadata.version('virtdriver')}"
+    except metadata.PackageNotFoundError:
+        return "virtdriver (version unknown)"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print the version and exit 0 (read only when asked,
+    so parsing stays free of package metadata)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        super().__init__(option_strings, dest, nargs=0,
+                         default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(version_text() + "\n")
+        parser.exit()
+
+
 def _add_globals(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--version", action=_VersionAction,
+                        help="print virtdriver's version and exit")
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     parser.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     parser.add_argument("--log-file", metavar="FILE", help=LOG_FILE_HELP)
@@ -121,9 +147,11 @@ def _add_pinning_options(parser: argparse.ArgumentParser) -> None:
                          help="[compute] reserved_huge_pages (repeatable)")
 
 
-def _add_driver_selection(parser: argparse.ArgumentParser) -> None:
+def _add_driver_selection(parser: argparse.ArgumentParser, *,
+                          output: bool = True) -> None:
     """--driver and the in-tree drivers' own options (``report``,
-    ``sync`` and the claims commands)."""
+    ``sync``, ``agent`` and the claims commands); ``output``: --format
+    too (the agent writes log lines only, so it has none)."""
     parser.add_argument("--driver", default="libvirt",
                         help="driver name (default: libvirt; see "
                              "`virtdriver drivers`)")
@@ -137,7 +165,7 @@ def _add_driver_selection(parser: argparse.ArgumentParser) -> None:
                         help="libvirt and fake drivers: everything on "
                              "the root provider instead of one child "
                              "per NUMA cell")
-    _add_host_options(parser)
+    _add_host_options(parser, output=output)
     _add_pinning_options(parser)
 
 
@@ -364,7 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="seconds between cycle starts (default: 60)")
     agent_cmd.add_argument("--once", action="store_true",
                            help="one cycle; exit with its status")
-    _add_driver_selection(agent_cmd)
+    _add_driver_selection(agent_cmd, output=False)
     config_cmd = commands.add_parser(
         "config", help="configuration tools: an annotated sample",
         description="`config sample` writes every option virtdriver reads, "
