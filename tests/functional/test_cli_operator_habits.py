@@ -4,6 +4,9 @@ the real libvirt and ``fakelibvirt_packages``."""
 
 from __future__ import annotations
 
+import json
+import pathlib
+import socket
 import subprocess
 import sys
 from importlib import metadata
@@ -97,3 +100,100 @@ def test_the_fixture_swaps_virtdriver_when_the_ini_names_another(tmp_path):
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
+
+
+# -- [DEFAULT] host, the disk options, what a snapshot records --------------
+
+def report_json(capsys, *argv: str) -> dict:
+    assert main(["report", "--format", "json", *argv]) == 0, \
+        capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def root(tree: dict) -> dict:
+    [provider] = [p for p in tree["providers"]
+                  if p.get("parent_provider_uuid") is None]
+    return provider
+
+
+@pytest.fixture
+def host_conf(tmp_path) -> pathlib.Path:
+    path = tmp_path / "host.conf"
+    path.write_text("[DEFAULT]\nhost = compute-7\n[compute]\n"
+                    "reserved_host_disk_mb = 1500\n"
+                    "disk_allocation_ratio = 2.0\n")
+    return path
+
+
+def test_default_host_names_the_node_and_disk_options_apply(
+        capsys, host_conf, monkeypatch):
+    from virtdriver.drivers.libvirt import driver
+    monkeypatch.setattr(driver, "host_disk_gb", lambda: 40)
+    tree = report_json(capsys, "--uri", "test:///default",
+                       "--config-file", str(host_conf))
+    node = root(tree)
+    assert node["name"] == "compute-7"
+    assert node["uuid"] == driver.node_uuid("compute-7")
+    disk = node["inventories"]["DISK_GB"]
+    assert (disk["total"], disk["reserved"], disk["allocation_ratio"]) == (
+        40, 2, 2.0)  # 1500 MiB rounds up to 2 GiB, as Nova rounds it
+
+
+def test_a_bad_disk_allocation_ratio_is_one_line(capsys, tmp_path):
+    path = tmp_path / "bad.conf"
+    path.write_text("[compute]\ndisk_allocation_ratio = 0\n")
+    status = main(["report", "--uri", "test:///default", "--config-file",
+                   str(path)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "[compute] disk_allocation_ratio" in err and "Traceback" not in err
+
+
+def test_a_replay_shows_the_recorded_host_and_disk(capsys, tmp_path,
+                                                   host_conf, monkeypatch):
+    from virtdriver.drivers.libvirt import driver, recorder
+    snapshot = tmp_path / "snap"
+    monkeypatch.setattr(recorder, "host_disk_gb", lambda: 930)
+    assert main(["snapshot", "-o", str(snapshot), "--uri", "test:///default",
+                 "--config-file", str(host_conf)]) == 0
+    capsys.readouterr()
+    manifest = json.loads((snapshot / "manifest.json").read_text())
+    assert (manifest["host"], manifest["disk_gb"]) == ("compute-7", 930)
+    # Replayed elsewhere: another name, another disk, the default config.
+    monkeypatch.setattr(socket, "gethostname", lambda: "replayer")
+    monkeypatch.setattr(driver, "host_disk_gb", lambda: 7)
+    node = root(report_json(capsys, "--snapshot", str(snapshot)))
+    assert node["name"] == "compute-7"
+    assert node["inventories"]["DISK_GB"]["total"] == 930
+    assert node["inventories"]["DISK_GB"]["reserved"] == 0  # replayer's conf
+
+
+def test_an_older_snapshot_is_read_without_host_or_disk(capsys, tmp_path,
+                                                        monkeypatch):
+    from virtdriver.drivers.libvirt import driver
+    snapshot = tmp_path / "old"
+    assert main(["snapshot", "-o", str(snapshot), "--uri",
+                 "test:///default"]) == 0
+    capsys.readouterr()
+    manifest = json.loads((snapshot / "manifest.json").read_text())
+    del manifest["host"], manifest["disk_gb"]
+    manifest["hostname"] = "recorded-by-libvirt"
+    (snapshot / "manifest.json").write_text(json.dumps(manifest))
+    monkeypatch.setattr(socket, "gethostname", lambda: "replayer")
+    monkeypatch.setattr(driver, "host_disk_gb", lambda: 7)
+    node = root(report_json(capsys, "--snapshot", str(snapshot)))
+    assert node["name"] == "recorded-by-libvirt"
+    assert "DISK_GB" not in node["inventories"]  # not the replayer's disk
+
+
+def test_a_manifest_disk_gb_that_is_not_a_size_is_refused(capsys, tmp_path):
+    snapshot = tmp_path / "snap"
+    assert main(["snapshot", "-o", str(snapshot), "--uri",
+                 "test:///default"]) == 0
+    capsys.readouterr()
+    manifest = json.loads((snapshot / "manifest.json").read_text())
+    manifest["disk_gb"] = -1
+    (snapshot / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["report", "--snapshot", str(snapshot)]) == 2
+    err = capsys.readouterr().err
+    assert "disk_gb must be a whole number" in err

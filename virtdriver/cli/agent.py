@@ -16,14 +16,14 @@ import contextlib
 import datetime
 import logging
 import signal
-import socket
 import sys
 from collections.abc import Iterator
 from typing import TextIO
 
 from virtdriver.agent import BAD_INPUT, Agent, Setup
 from virtdriver.cli.errors import CommandError, exit_status
-from virtdriver.cli.report import driver_arguments, provider_config
+from virtdriver.cli.report import (
+    driver_arguments, node_name, provider_config)
 from virtdriver.cli.sync import placement_target
 from virtdriver.conf import apply_overrides, make_conf
 from virtdriver.drivers.loader import load_driver
@@ -46,8 +46,6 @@ def run_agent(args: argparse.Namespace, conf,
         directory = state_dir()
     except StateDirError as exc:
         raise CommandError(str(exc)) from exc
-    hostname = socket.gethostname()
-
     initial = [conf]  # the first load uses main's conf; a reload reads
 
     def load() -> Setup:
@@ -63,7 +61,8 @@ def run_agent(args: argparse.Namespace, conf,
                         if k != "conf")),
             directory=directory, driver_name=args.driver,
             make_driver=lambda: load_driver(args.driver, **kwargs),
-            hostname=hostname, provider_config=provider_config(current),
+            hostname=node_name(args, current),
+            provider_config=provider_config(current),
             target=target.description, connect=target.connect)
 
     with _log_to(args.log_file) as log:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import socket
 import sys
 import tempfile
 import uuid as uuidlib
@@ -23,7 +22,8 @@ from virtdriver.claims.rebuild import (
 from virtdriver.cli.checks import placement_url
 from virtdriver.cli.errors import EXIT_REFUSED, CommandError
 from virtdriver.cli.image import image_document
-from virtdriver.cli.report import driver_arguments, provider_config
+from virtdriver.cli.report import (
+    driver_arguments, node_name, provider_config)
 from virtdriver.drivers.base import ComputeDriver
 from virtdriver.drivers.data_files import load_data_file
 from virtdriver.drivers.loader import load_driver
@@ -39,7 +39,7 @@ def run_claims_command(args: argparse.Namespace, conf,
     """Run one of :data:`COMMANDS`; return the exit status."""
     out = out or sys.stdout
     driver = load_driver(args.driver, **driver_arguments(args, conf))
-    driver.init_host(socket.gethostname())
+    driver.init_host(node_name(args, conf))
     if args.command == "rebuild-check":
         return _rebuild_check(args, driver, conf, out)
     tracker = ResourceTracker(driver, state_dir=state_dir(),

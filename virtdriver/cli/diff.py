@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import socket
 import sys
 import tempfile
 from typing import TextIO
@@ -17,6 +16,7 @@ from typing import TextIO
 from virtdriver.cli.errors import CommandError
 from virtdriver.cli.main import replaying
 from virtdriver.cli.report import provider_config
+from virtdriver.conf.host import host_name
 from virtdriver.drivers.libvirt.driver import node_uuid
 from virtdriver.drivers.loader import load_driver
 from virtdriver.host_diff import HostSide, diff_hosts
@@ -72,7 +72,7 @@ def build_side(side: str, args: argparse.Namespace, conf) -> HostSide:
 def _read_host(label: str, uri: str | None, args: argparse.Namespace,
                conf) -> HostSide:
     driver = load_driver("libvirt", conf=conf, nested=not args.flat, uri=uri)
-    host = socket.gethostname()
+    host = host_name(conf)
     driver.init_host(host)
     try:
         # As for report: an empty tree to start from, no ledger kept.

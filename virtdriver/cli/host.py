@@ -6,7 +6,6 @@ import argparse
 import logging
 import pathlib
 import shutil
-import socket
 import sys
 from collections.abc import Callable
 from typing import TextIO, TypeVar
@@ -21,6 +20,7 @@ from virtdriver.capabilities.traits.explain import (
     ConfigSource, Explanation, explain, explain_all, parse_statuses, select)
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.capabilities.traits.registry import LIBVIRT_FAMILIES
+from virtdriver.conf.host import host_name
 from virtdriver.cli.errors import CommandError
 from virtdriver.drivers.libvirt.connection import URIChoice
 from virtdriver.drivers.libvirt.cpu_map_loader import (
@@ -53,7 +53,9 @@ def run_command(args: argparse.Namespace, config: TraitConfig, *,
                                 lambda conn, uri: read_host(conn, uri, config))
     report = trait_report(reading, cpu_map)
     if args.command == "explain":
-        configured = configured_traits(conf, report.ownership)
+        configured = configured_traits(
+            conf, report.ownership,
+            host_name(conf, getattr(args, "recorded_host", None)))
         if args.traits:
             answers = [explain(t, report, configured) for t in args.traits]
         else:
@@ -104,9 +106,11 @@ def explanations(answers: list[Explanation], args: argparse.Namespace,
     return render.render_explanation_table(answers, args.format, width=width)
 
 
-def configured_traits(conf, ownership: Ownership) -> dict[str, ConfigSource]:
+def configured_traits(conf, ownership: Ownership, name: str | None = None
+                      ) -> dict[str, ConfigSource]:
     """The traits ``[compute] provider_config_location`` names for this
-    host's compute node, each with the line naming it.
+    host's compute node (``name``, default ``[DEFAULT] host``), each with
+    the line naming it.
 
     The directory is read as the next update would read it, so explain
     says what the files say now.  A refused directory is a warning: the
@@ -123,7 +127,7 @@ def configured_traits(conf, ownership: Ownership) -> dict[str, ConfigSource]:
                     "this is fixed an update applies and removes nothing "
                     "from them", exc)
         return {}
-    name = socket.gethostname()
+    name = name or host_name(conf)
     uuid = node_uuid(name)
     entry, how = found.by_uuid.get(uuid), "by uuid"
     if entry is None:

@@ -124,7 +124,7 @@ def replay_snapshot(args: argparse.Namespace, conf, config: TraitConfig
     real driver code."""
     from virtdriver.drivers.libvirt.connection import URIChoice
 
-    with replaying(args.snapshot) as (uri, reason, fake):
+    with replaying(args.snapshot, args) as (uri, reason, fake):
         args.uri = uri
         return run_host_command(
             args, conf, config,
@@ -133,16 +133,21 @@ def replay_snapshot(args: argparse.Namespace, conf, config: TraitConfig
 
 
 @contextlib.contextmanager
-def replaying(snapshot: str) -> Iterator[tuple[str, str, ModuleType]]:
+def replaying(snapshot: str, args: argparse.Namespace | None = None
+              ) -> Iterator[tuple[str, str, ModuleType]]:
     """While inside, the snapshot directory ``snapshot`` is a fakelibvirt
     host and fakelibvirt stands in for libvirt: yields its URI, the reason
     to give for it and the fakelibvirt module (``virtdriver diff`` replays
-    two in turn)."""
+    two in turn).  ``args`` gets the recorded node name and disk size
+    (``recorded_host``, ``recorded_disk_gb``) the command reports."""
     from virtdriver import fakelibvirt
     from virtdriver.fakelibvirt.snapshot import read_snapshot
     from virtdriver.fakelibvirt.swap import use_fakelibvirt
 
     documents = read_snapshot(snapshot)
+    if args is not None:
+        args.recorded_host = documents.compute_host
+        args.recorded_disk_gb = documents.disk_gb
     # The URI names the directory, so evidence says where facts came from.
     name = f"snapshot{pathlib.Path(snapshot).resolve()}"
     fakelibvirt.register_host(name, documents)
@@ -181,7 +186,9 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
         opener = open_connection
     if args.command == "snapshot":
         from virtdriver.cli.snapshot import run_snapshot
-        return run_snapshot(args, config, opener=opener)
+        from virtdriver.conf.host import host_name
+        return run_snapshot(args, config, opener=opener,
+                            host=host_name(conf))
     from virtdriver.cli.host import run_command
     return run_command(args, config, opener=opener, conf=conf)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import socket
 import sys
 import tempfile
 from typing import TextIO
@@ -35,7 +34,7 @@ def run_report(args: argparse.Namespace, conf, out: TextIO | None = None, *,
         from virtdriver.render.picture import picture_format
         _picture_checked(picture_format, output)
     driver = load_driver(args.driver, **driver_arguments(args, conf))
-    driver.init_host(socket.gethostname())
+    driver.init_host(node_name(args, conf))
     # A report starts from an empty tree: no ledger worth keeping.
     with tempfile.TemporaryDirectory(dir=scratch_parent()) as scratch:
         tracker = ResourceTracker(driver, state_dir=pathlib.Path(scratch),
@@ -93,6 +92,13 @@ def provider_config(conf) -> str | None:
     return conf.compute.provider_config_location or None
 
 
+def node_name(args: argparse.Namespace, conf) -> str:
+    """The host name ``init_host`` is given: a replayed snapshot's
+    recorded host, else ``[DEFAULT] host``, else the machine's name."""
+    from virtdriver.conf.host import host_name
+    return host_name(conf, getattr(args, "recorded_host", None))
+
+
 def driver_arguments(args: argparse.Namespace, conf) -> dict[str, object]:
     """The keyword arguments ``args.driver`` takes: the in-tree drivers'
     own, ``conf`` only for any other (see :mod:`.checks`)."""
@@ -101,6 +107,8 @@ def driver_arguments(args: argparse.Namespace, conf) -> dict[str, object]:
         kwargs["nested"] = not args.flat
     if args.driver == "libvirt":
         kwargs["uri"] = args.uri
+        if hasattr(args, "recorded_disk_gb"):  # a replay: the recorded disk
+            kwargs["disk_gb"] = args.recorded_disk_gb
     elif args.driver == "fake":
         kwargs["host"] = args.host_spec or DEFAULT_HOST_SPEC
     elif args.driver == "ironic":

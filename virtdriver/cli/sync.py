@@ -28,7 +28,6 @@ import argparse
 import json
 import pathlib
 import re
-import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,7 +40,8 @@ from virtdriver.render.progress import progress_bar
 from virtdriver.render.sync import render_sync, sync_json
 from virtdriver.cli.checks import placement_url
 from virtdriver.cli.errors import EXIT_UNREACHABLE, CommandError
-from virtdriver.cli.report import driver_arguments, provider_config
+from virtdriver.cli.report import (
+    driver_arguments, node_name, provider_config)
 from virtdriver.conf import placement as placement_conf
 from virtdriver.drivers.loader import load_driver
 from virtdriver.filelock import exclusive_lock
@@ -85,7 +85,7 @@ def run_sync(args: argparse.Namespace, conf, out: TextIO | None = None, *,
                         purpose=f"the virtdriver state directory "
                         f"{directory}"):
         driver = load_driver(args.driver, **driver_arguments(args, conf))
-        driver.init_host(socket.gethostname())
+        driver.init_host(node_name(args, conf))
         tracker = ResourceTracker(driver, state_dir=directory,
                                   driver_name=args.driver,
                                   provider_config=provider_config(conf))

@@ -21,7 +21,10 @@ from os import PathLike
 from oslo_config import cfg
 
 from virtdriver.capabilities.traits.config import CPU_MODES
+from virtdriver.conf import host as host_option
 from virtdriver.conf import placement
+from virtdriver.conf.disk import (
+    DEFAULT_DISK_ALLOCATION_RATIO, DEFAULT_RESERVED_HOST_DISK_MB)
 # The defaults live beside the oslo-free default configuration; callers
 # have always found them here too.
 from virtdriver.conf.defaults import (
@@ -66,6 +69,16 @@ COMPUTE_OPTS = [
         "ram_allocation_ratio", default=DEFAULT_RAM_ALLOCATION_RATIO,
         deprecated_group="DEFAULT",
         help="Guest memory per host memory (overcommit); greater than 0."),
+    cfg.IntOpt(
+        "reserved_host_disk_mb", default=DEFAULT_RESERVED_HOST_DISK_MB,
+        deprecated_group="DEFAULT",
+        help="Disk (MiB) kept for the host: the DISK_GB inventory's "
+             "reserved, rounded up to whole GiB."),
+    cfg.FloatOpt(
+        "disk_allocation_ratio", default=DEFAULT_DISK_ALLOCATION_RATIO,
+        deprecated_group="DEFAULT",
+        help="Guest disk per host disk (DISK_GB overcommit); greater than "
+             "0."),
     cfg.ListOpt(
         "image_type_exclude_list", default=[],
         help="Image formats not offered even when the driver supports "
@@ -116,6 +129,17 @@ VIRTDRIVER_OPTS = [
 ]
 
 
+#: ``[DEFAULT]`` options (the section is shared: oslo.log's are there too,
+#: so it is not checked for unknown names).
+DEFAULT_OPTS = [
+    cfg.HostDomainOpt(
+        "host", sample_default=host_option.SAMPLE_DEFAULT,
+        help="This compute host's name, the node name (and compute node "
+             "provider name) the libvirt driver reports, as Nova's "
+             "[DEFAULT] host. Unset: the machine's host name."),
+]
+
+
 def _own_opts() -> list[tuple[str, list[cfg.Opt]]]:
     return [("compute", COMPUTE_OPTS), ("libvirt", LIBVIRT_OPTS),
             ("virtdriver", VIRTDRIVER_OPTS)]
@@ -124,7 +148,8 @@ def _own_opts() -> list[tuple[str, list[cfg.Opt]]]:
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
     """Every option by group, in oslo-config-generator's form
     (``[placement]`` with the ``password`` auth plugin's options)."""
-    return [*_own_opts(), (placement.GROUP, placement.sample_opts())]
+    return [("DEFAULT", DEFAULT_OPTS), *_own_opts(),
+            (placement.GROUP, placement.sample_opts())]
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
@@ -132,6 +157,7 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     ``[placement]`` options follow ``auth_type`` and are registered when
     a client is made (:func:`virtdriver.conf.placement.placement_client`).
     """
+    conf.register_opts(DEFAULT_OPTS)
     for group, opts in _own_opts():
         conf.register_opts(opts, group=group)
     placement.register_placement_opts(conf)
