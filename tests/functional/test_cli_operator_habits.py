@@ -197,3 +197,78 @@ def test_a_manifest_disk_gb_that_is_not_a_size_is_refused(capsys, tmp_path):
     assert main(["report", "--snapshot", str(snapshot)]) == 2
     err = capsys.readouterr().err
     assert "disk_gb must be a whole number" in err
+
+
+# -- default config files and --config-dir ----------------------------------
+
+def cells(tree: dict) -> list[dict]:
+    return [p for p in tree["providers"] if p.get("parent_provider_uuid")]
+
+
+@pytest.fixture
+def etc(tmp_path, monkeypatch) -> pathlib.Path:
+    """A stand-in for /etc/virtdriver: virtdriver.conf pins two CPUs,
+    virtdriver.conf.d/ reserves 1024 MiB."""
+    etc = tmp_path / "etc-virtdriver"
+    (etc / "virtdriver.conf.d").mkdir(parents=True)
+    (etc / "virtdriver.conf").write_text(
+        "[compute]\ncpu_dedicated_set = 0-1\n")
+    (etc / "virtdriver.conf.d" / "10-memory.conf").write_text(
+        "[compute]\nreserved_host_memory_mb = 1024\n")
+    (etc / "virtdriver.conf.d" / "README").write_text("not a .conf file")
+    monkeypatch.setenv("VIRTDRIVER_CONFIG_DIRS",
+                       f"{tmp_path / 'missing'}:{etc}")
+    return etc
+
+
+def test_the_default_file_and_directory_are_read(capsys, etc):
+    first = cells(report_json(capsys, *FAKE))[0]["inventories"]
+    assert first["PCPU"]["total"] == 2
+    assert first["MEMORY_MB"]["reserved"] == 1024
+
+
+def test_config_file_replaces_only_the_default_file(capsys, etc, tmp_path):
+    mine = tmp_path / "mine.conf"
+    mine.write_text("[compute]\ncpu_shared_set = 0-3\n")
+    first = cells(report_json(capsys, *FAKE, "--config-file",
+                              str(mine)))[0]["inventories"]
+    assert "PCPU" not in first                     # the default file: not read
+    assert first["MEMORY_MB"]["reserved"] == 1024  # the default dir: read
+
+
+def test_config_dir_replaces_the_default_directory(capsys, etc, tmp_path):
+    other = tmp_path / "other.d"
+    other.mkdir()
+    (other / "a.conf").write_text("[compute]\nreserved_host_memory_mb = 0\n")
+    (other / "b.conf").write_text("[compute]\nreserved_host_memory_mb = 7\n")
+    first = cells(report_json(capsys, *FAKE, "--config-dir",
+                              str(other)))[0]["inventories"]
+    assert first["PCPU"]["total"] == 2               # the default file
+    assert first["MEMORY_MB"]["reserved"] == 7       # b.conf after a.conf
+
+
+def test_a_typo_in_a_config_dir_file_is_refused(capsys, tmp_path):
+    other = tmp_path / "typo.d"
+    other.mkdir()
+    (other / "x.conf").write_text("[compute]\ncpu_dedicated_sett = 1\n")
+    assert main(["report", *FAKE, "--config-dir", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert f"[compute] cpu_dedicated_sett in {other / 'x.conf'}" in err
+    assert main(["report", *FAKE, "--config-dir",
+                 str(tmp_path / "nope.d")]) == 2
+    assert "check the --config-dir path" in capsys.readouterr().err
+
+
+def test_the_searched_places_are_oslo_configs(monkeypatch, tmp_path):
+    from oslo_config import cfg
+
+    from virtdriver.conf import locations
+    monkeypatch.delenv("VIRTDRIVER_CONFIG_DIRS")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".virtdriver" / "virtdriver.conf.d").mkdir(parents=True)
+    (tmp_path / "virtdriver.conf").write_text("")
+    assert locations.default_files() == cfg.find_config_files(
+        "virtdriver", "virtdriver")[:1] == [str(tmp_path / "virtdriver.conf")]
+    assert locations.default_dirs() == cfg.find_config_dirs(
+        "virtdriver", "virtdriver")[:1]
+    assert locations.search_dirs()[2:4] == ["/etc/virtdriver", "/etc"]

@@ -51,7 +51,8 @@ def run_agent(args: argparse.Namespace, conf,
     def load() -> Setup:
         current = initial.pop() if initial else None
         if current is None:  # the files again, then the options
-            current = make_conf(config_files=args.config_file)
+            current = make_conf(config_files=args.config_file,
+                                config_dirs=args.config_dir)
             apply_overrides(current, vars(args))
         target = placement_target(args, current, directory)
         kwargs = driver_arguments(args, current)

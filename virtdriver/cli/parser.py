@@ -100,8 +100,15 @@ def _add_host_options(parser: argparse.ArgumentParser, *,
                             "through fakelibvirt instead of reading libvirt")
     parser.add_argument("--config-file", action="append", default=[],
                         metavar="FILE", help="oslo.config file to read "
-                        "(repeatable; later files win); the options below "
+                        "(repeatable; later files win; default: the first "
+                        "virtdriver.conf in ~/.virtdriver, ~, "
+                        "/etc/virtdriver, /etc); the options below "
                         "override it")
+    parser.add_argument("--config-dir", action="append", default=[],
+                        metavar="DIR", help="read DIR's *.conf files too, "
+                        "in name order, after the files (repeatable; "
+                        "default: the first virtdriver.conf.d found where "
+                        "virtdriver.conf is searched)")
     group = parser.add_argument_group(
         "guest configuration", "OpenStack-shaped options that decide which "
         "traits the host offers")

@@ -15,6 +15,8 @@ Nova-style ``[DEFAULT]`` setting is still read (oslo's deprecated group).
 
 from __future__ import annotations
 
+import glob
+import os
 from collections.abc import Iterable, Sequence
 from os import PathLike
 
@@ -164,52 +166,70 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
 
 
 def make_conf(args: Sequence[str] | None = None,
-              config_files: Iterable[str | PathLike[str]] = ()
+              config_files: Iterable[str | PathLike[str]] = (),
+              config_dirs: Iterable[str | PathLike[str]] = ()
               ) -> cfg.ConfigOpts:
-    """A new ``ConfigOpts`` with every option, read from ``config_files``.
+    """A new ``ConfigOpts`` with every option, read from ``config_files``
+    and then the ``*.conf`` files of each of ``config_dirs`` (name order),
+    as oslo.config's ``--config-file`` and ``--config-dir`` read them.
 
     ``args`` are oslo command-line arguments (``--config-file``,
     ``--config-dir``); ``None`` means none, never ``sys.argv``.  No
-    default locations are searched and the environment is not read:
-    what is configured is exactly what is passed.
+    default locations are searched here and the environment is not read:
+    what is configured is exactly what is passed (the command finds the
+    default locations with :mod:`virtdriver.conf.locations`).
 
     Values are converted when read; :func:`virtdriver.conf.trait_config`
     and :func:`virtdriver.conf.pinning_config` report bad ones.
 
     Raises:
         ConfigError: a file is missing, a directory, unreadable, not UTF-8
-            or not INI syntax, or it sets an option virtdriver does not
-            have in a section virtdriver owns (see
-            :mod:`virtdriver.conf.files`); every such problem is listed.
+            or not INI syntax, a config directory is not one, or a file
+            sets an option virtdriver does not have in a section
+            virtdriver owns (see :mod:`virtdriver.conf.files`); every such
+            problem is listed.
     """
     conf = cfg.ConfigOpts()
     register_opts(conf)
     files = [str(path) for path in config_files]
-    problems = [problem for path in files for problem in file_problems(path)]
+    dirs = [str(path) for path in config_dirs]
+    problems = [f"config directory {path} does not exist or is not a "
+                "directory; check the --config-dir path"
+                for path in dirs if not os.path.isdir(path)]
+    dir_files = [] if problems else [
+        path for directory in dirs
+        for path in sorted(glob.glob(os.path.join(directory, "*.conf")))]
+    problems += [problem for path in files + dir_files
+                 for problem in file_problems(path)]
     if problems:
         raise ConfigError(problems)
     try:
         conf(args=list(args or ()), project="virtdriver",
-             default_config_files=files, default_config_dirs=[],
+             default_config_files=files, default_config_dirs=dirs,
              use_env=False, validate_default_values=True)
     except cfg.ConfigFilesNotFoundError as exc:
         raise ConfigError([
             f"cannot read config file {', '.join(exc.config_files)}: it "
             "does not exist or is not readable; check the --config-file "
             "path"]) from None
+    except cfg.ConfigDirNotFoundError as exc:
+        raise ConfigError([f"config directory {exc.config_dir} does not "
+                           "exist; check the --config-dir path"]) from None
     except cfg.ConfigFileParseError as exc:
         raise ConfigError([f"{exc.config_file} is not an INI file: "
                            f"{exc.msg}; fix its syntax"]) from None
     except (OSError, UnicodeDecodeError) as exc:
         # Changed since file_problems() looked, or a locale that is not
         # UTF-8: oslo opens files in the locale's encoding.
-        raise ConfigError([f"cannot read config files {', '.join(files)}: "
-                           f"{exc}; check them"]) from None
+        raise ConfigError([f"cannot read config files "
+                           f"{', '.join(files + dir_files)}: {exc}; check "
+                           "them"]) from None
     known = placement.KnownNames(
         known_options(_own_opts()),
         lambda: known_options([(placement.GROUP,
                                 placement.known_opts())])[placement.GROUP])
-    problems = [problem for path in conf.config_file or ()
+    problems = [problem
+                for path in [*(conf.config_file or ()), *dir_files]
                 for problem in unknown_options(path, known)]
     if problems:  # each names its file
         raise ConfigError(problems)
