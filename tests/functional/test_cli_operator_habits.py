@@ -5,6 +5,7 @@ the real libvirt and ``fakelibvirt_packages``."""
 from __future__ import annotations
 
 import json
+import re
 import pathlib
 import socket
 import subprocess
@@ -272,3 +273,46 @@ def test_the_searched_places_are_oslo_configs(monkeypatch, tmp_path):
     assert locations.default_dirs() == cfg.find_config_dirs(
         "virtdriver", "virtdriver")[:1]
     assert locations.search_dirs()[2:4] == ["/etc/virtdriver", "/etc"]
+
+
+# -- the log, through oslo.log ----------------------------------------------
+
+def test_a_log_file_on_a_full_disk_is_one_line(capsys):
+    status = main(["--log-file", "/dev/full", "report", *FAKE])
+    out, err = capsys.readouterr()
+    assert status == 2
+    assert err == ("virtdriver: --log-file /dev/full: cannot write to it (No "
+                   "space left on device); free space on its filesystem or "
+                   "choose another file\n")
+    assert out == ""  # stopped before the command ran
+
+
+def test_log_dir_writes_virtdriver_log_in_oslo_logs_format(tmp_path, capsys):
+    status = main(["report", *FAKE, "--log-dir", str(tmp_path)])
+    assert status == 0, capsys.readouterr().err
+    [line] = (tmp_path / "virtdriver.log").read_text().splitlines()
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \d+ INFO virtdriver\.cli\."
+        r"logs \[-\] virtdriver \S+ report: logging to "
+        + re.escape(str(tmp_path / "virtdriver.log")), line), line
+
+
+def test_the_log_setup_is_put_back_after_the_command(tmp_path, capsys):
+    import logging
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level, sys.excepthook)
+    assert main(["--log-file", str(tmp_path / "a.log"), "drivers"]) == 0
+    assert (list(root.handlers), root.level, sys.excepthook) == before
+    capsys.readouterr()
+
+
+def test_use_journal_without_the_bindings_is_one_line(capsys):
+    pytest.importorskip("oslo_log")
+    from oslo_log import handlers
+    if handlers.journal is not None:
+        pytest.skip("the systemd bindings are installed here")
+    assert main(["--use-journal", "drivers"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("virtdriver: --use-journal: oslo.log needs the "
+                          "systemd Python bindings")
+    assert len(err.splitlines()) == 1

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from virtdriver.cli.errors import (
-    EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, CommandError, show_error)
+    EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, show_error)
 from virtdriver.cli.parser import build_parser
 
 if TYPE_CHECKING:
@@ -44,8 +44,7 @@ def main(argv: Sequence[str] | None = None, *,
     """
     args = build_parser().parse_args(argv)
     try:
-        with library_warnings(debug=args.debug, quiet=args.quiet), \
-                log_file(args.log_file, debug=args.debug):
+        with library_warnings(debug=args.debug, quiet=args.quiet):
             status = run(args, opener)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return status
@@ -61,17 +60,11 @@ def main(argv: Sequence[str] | None = None, *,
 
 def run(args: argparse.Namespace, opener: Opener | None) -> int:
     """Run the parsed command; errors propagate to :func:`main`."""
-    if args.command == "drivers":
-        from virtdriver.cli.drivers import run_drivers
-        return run_drivers(args.format)
-    if args.command in ("config", "completion"):  # no host, no config
-        from virtdriver.cli.completion import run_completion
-        from virtdriver.cli.config import run_config
-        return (run_config(args) if args.command == "config"
-                else run_completion(args, build_parser()))
-    if args.command == "image-traits":  # no host, no config
-        from virtdriver.cli.image import run_image_traits
-        return run_image_traits(args)
+    from virtdriver.cli.logs import command_logging
+
+    if args.command in ("drivers", "config", "completion", "image-traits"):
+        with command_logging(args):  # no host, no config
+            return run_without_conf(args)
     from virtdriver.cli.checks import check_options
     from virtdriver.cli.state import configured_state_dir
     from virtdriver.conf.guest import trait_config
@@ -80,10 +73,24 @@ def run(args: argparse.Namespace, opener: Opener | None) -> int:
     conf = command_conf(args)
     config = trait_config(conf)
     args.uri = args.uri or conf.libvirt.connection_uri or None
-    with configured_state_dir(conf):
+    with command_logging(args, conf), configured_state_dir(conf):
         if getattr(args, "snapshot", None):
             return replay_snapshot(args, conf, config)
         return run_host_command(args, conf, config, opener)
+
+
+def run_without_conf(args: argparse.Namespace) -> int:
+    """``drivers``, ``config``, ``completion`` or ``image-traits``."""
+    if args.command == "drivers":
+        from virtdriver.cli.drivers import run_drivers
+        return run_drivers(args.format)
+    if args.command == "image-traits":
+        from virtdriver.cli.image import run_image_traits
+        return run_image_traits(args)
+    from virtdriver.cli.completion import run_completion
+    from virtdriver.cli.config import run_config
+    return (run_config(args) if args.command == "config"
+            else run_completion(args, build_parser()))
 
 
 #: Commands that read only virtdriver's own sections: given no config file
@@ -229,42 +236,6 @@ def library_warnings(*, debug: bool, quiet: bool = False) -> Iterator[None]:
         yield
     finally:
         root.removeHandler(handler)
-
-
-#: A ``--log-file`` line: when, how bad, where from, what.
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
-
-@contextlib.contextmanager
-def log_file(path: str | None, *, debug: bool) -> Iterator[None]:
-    """While a command runs, virtdriver's log records from INFO up (DEBUG
-    with ``--debug``) are appended to ``path``, time-stamped; nothing
-    when ``path`` is ``None``.
-
-    Raises:
-        CommandError: the file cannot be opened (exit 2).
-    """
-    if path is None:
-        yield
-        return
-    try:
-        handler = logging.FileHandler(path, mode="a", encoding="utf-8")
-    except OSError as exc:
-        raise CommandError(f"--log-file {path}: cannot open it "
-                           f"({exc.strerror}); fix the path or its "
-                           "permissions") from exc
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    logger = logging.getLogger("virtdriver")
-    level = logger.level
-    handler.setLevel(logging.DEBUG if debug else logging.INFO)
-    logger.setLevel(handler.level)
-    logger.addHandler(handler)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-        handler.close()
 
 
 def named_paths(args: argparse.Namespace) -> Iterator[str]:

@@ -20,9 +20,13 @@ from virtdriver.drivers.libvirt.cpu_map_loader import DEFAULT_CPU_MAP_DIR
 DEBUG_HELP = "on an error, show the traceback too"
 QUIET_HELP = ("no warnings and no progress bar on stderr (errors still "
               "print)")
-LOG_FILE_HELP = ("append virtdriver's log records here, time-stamped "
-                 "(the agent's cycle lines too; default: none, the agent's "
-                 "lines to stderr)")
+LOG_FILE_HELP = ("append the log here, through oslo.log in its format "
+                 "([DEFAULT] log_file; the agent's cycle lines too; "
+                 "default: none, warnings and the agent's lines to stderr)")
+LOG_DIR_HELP = ("write the log to DIR/virtdriver.log (or DIR/--log-file); "
+                "[DEFAULT] log_dir")
+JOURNAL_HELP = "log to the systemd journal too ([DEFAULT] use_journal)"
+SYSLOG_HELP = "log to syslog too ([DEFAULT] use_syslog)"
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -46,6 +50,12 @@ def _add_debug(parser: argparse.ArgumentParser) -> None:
                         default=argparse.SUPPRESS, help=QUIET_HELP)
     parser.add_argument("--log-file", metavar="FILE",
                         default=argparse.SUPPRESS, help=LOG_FILE_HELP)
+    parser.add_argument("--log-dir", metavar="DIR",
+                        default=argparse.SUPPRESS, help=LOG_DIR_HELP)
+    parser.add_argument("--use-journal", action="store_true",
+                        default=argparse.SUPPRESS, help=JOURNAL_HELP)
+    parser.add_argument("--use-syslog", action="store_true",
+                        default=argparse.SUPPRESS, help=SYSLOG_HELP)
 
 
 def _add_text_or_json(parser: argparse.ArgumentParser) -> None:
@@ -82,6 +92,11 @@ def _add_globals(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     parser.add_argument("--quiet", action="store_true", help=QUIET_HELP)
     parser.add_argument("--log-file", metavar="FILE", help=LOG_FILE_HELP)
+    parser.add_argument("--log-dir", metavar="DIR", help=LOG_DIR_HELP)
+    parser.add_argument("--use-journal", action="store_true",
+                        help=JOURNAL_HELP)
+    parser.add_argument("--use-syslog", action="store_true",
+                        help=SYSLOG_HELP)
 
 
 def _add_host_options(parser: argparse.ArgumentParser, *,

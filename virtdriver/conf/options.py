@@ -160,9 +160,27 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     a client is made (:func:`virtdriver.conf.placement.placement_client`).
     """
     conf.register_opts(DEFAULT_OPTS)
+    register_log_opts(conf)
     for group, opts in _own_opts():
         conf.register_opts(opts, group=group)
     placement.register_placement_opts(conf)
+
+
+def register_log_opts(conf: cfg.ConfigOpts) -> None:
+    """Register oslo.log's options (``[DEFAULT] log_file``, ``debug``,
+    ``use_json``, …; :mod:`virtdriver.cli.logs` uses them) without the
+    stderr handler oslo.log puts on a root logger that has none (the
+    command prints warnings itself)."""
+    import logging
+
+    from oslo_log import log as oslo_log
+
+    root = logging.getLogger()
+    before = list(root.handlers)
+    oslo_log.register_options(conf)
+    for handler in list(root.handlers):
+        if handler not in before:
+            root.removeHandler(handler)
 
 
 def make_conf(args: Sequence[str] | None = None,
