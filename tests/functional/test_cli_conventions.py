@@ -4,6 +4,7 @@ script of ``completion bash``."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import pathlib
@@ -219,7 +220,8 @@ def test_completion_of_commands_options_and_choices(script):
     assert complete(script, "drivers", "--format", "") == ["text", "json"]
     assert complete(script, "host", "--cpu-mode", "") == list(CPU_MODES)
     assert complete(script, "completion", "") == [
-        "-h", "--help", "--debug", "--quiet", "--log-file", "bash"]
+        "-h", "--help", "--debug", "--quiet", "--log-file", "--log-dir",
+        "--use-journal", "--use-syslog", "bash"]
     assert complete(script, "config", "s") == ["sample"]
     assert "--placement-url" in complete(script, "sync", "--pl")
     assert "--dry-run" not in complete(script, "report", "--")
@@ -261,5 +263,10 @@ def test_the_script_follows_the_parser(capsys):
                    for option in action.option_strings}
         takes_value = {option for action in sub._actions if action.nargs != 0
                        for option in action.option_strings}
+        nested = {option for action in sub._actions
+                  if isinstance(action, argparse._SubParsersAction)
+                  for parser in action.choices.values()
+                  for option_action in parser._actions
+                  for option in option_action.option_strings}
         assert options <= words, (name, options - words)
-        assert takes_value <= values <= options | {"-o", "--output"}, name
+        assert takes_value <= values <= options | nested, name

@@ -190,6 +190,9 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
     if args.command == "agent":
         from virtdriver.cli.agent import run_agent
         return run_agent(args, conf, uri_reason=uri_reason)
+    if args.command == "placement":
+        from virtdriver.cli.placement_serve import run_placement_serve
+        return run_placement_serve(args)
     if args.command in CLAIMS_COMMANDS:
         from virtdriver.cli.claims import run_claims_command
         return run_claims_command(args, conf)

@@ -336,6 +336,33 @@ def _add_image(commands) -> None:
     _add_cpu_map(check_cmd)
 
 
+def _add_placement(commands) -> None:
+    placement_cmd = commands.add_parser(
+        "placement", help="the embedded Placement: serve it on loopback",
+        description="`placement serve` serves the state directory's "
+                    "embedded Placement (placement.sqlite, what `sync` "
+                    "writes with no Placement named) on 127.0.0.1, noauth2,"
+                    " so `openstack resource provider list` (osc-placement)"
+                    " inspects and cleans it; it prints the commands.  "
+                    "Syncs wait while it runs; SIGINT or SIGTERM stops it "
+                    "(exit 0).  See docs/placement.md.")
+    _add_debug(placement_cmd)
+    actions = placement_cmd.add_subparsers(
+        dest="placement_action", required=True, metavar="ACTION")
+    serve_cmd = actions.add_parser(
+        "serve", help="serve the embedded Placement on 127.0.0.1")
+    _add_debug(serve_cmd)
+    serve_cmd.add_argument("--port", type=int, default=0, metavar="PORT",
+                           help="port on 127.0.0.1 (default: any free one; "
+                                "the URL is printed)")
+    serve_cmd.add_argument("--config-file", action="append", default=[],
+                           metavar="FILE", help="oslo.config file naming "
+                           "[virtdriver] state_dir (repeatable)")
+    serve_cmd.add_argument("--config-dir", action="append", default=[],
+                           metavar="DIR", help="read DIR's *.conf files too")
+    serve_cmd.set_defaults(uri=None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``virtdriver`` command."""
     parser = argparse.ArgumentParser(
@@ -429,6 +456,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_debug(sample_cmd)
     sample_cmd.add_argument("-o", "--output", metavar="FILE",
                             help="write it to FILE (default: stdout)")
+    _add_placement(commands)
     completion_cmd = commands.add_parser(
         "completion", help="print a shell completion script",
         description="Print a completion script for SHELL, generated from "
