@@ -316,3 +316,14 @@ def test_use_journal_without_the_bindings_is_one_line(capsys):
     assert err.startswith("virtdriver: --use-journal: oslo.log needs the "
                           "systemd Python bindings")
     assert len(err.splitlines()) == 1
+
+
+def test_explain_disk_gb_says_where_it_comes_from(capsys):
+    main(["explain", "--uri", "test:///default", "DISK_GB", "VCPU"])
+    out = capsys.readouterr().out
+    disk, vcpu = out.splitlines()
+    assert disk.startswith("DISK_GB: not a valid trait name — a resource "
+                           "class, not a trait")
+    assert "size of the filesystem holding the state directory" in disk
+    assert "reserved_host_disk_mb" in disk and "disk_allocation_ratio" in disk
+    assert vcpu.endswith("`virtdriver report` shows the inventories")
