@@ -133,7 +133,7 @@ def explain(trait: str, report: TraitReport,
                                bad.family, bad.evidence, summary)
     reason = invalid_reason(trait)
     if reason and trait in orc.STANDARDS:
-        reason = (f"a resource class, not a trait: `virtdriver report` shows "
+        reason = ("a resource class, not a trait: `virtdriver report` shows "
                   "the inventories"
                   + (f"; {INVENTORY_SOURCES[trait]}"
                      if trait in INVENTORY_SOURCES else ""))
