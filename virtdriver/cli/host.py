@@ -20,8 +20,8 @@ from virtdriver.capabilities.traits.explain import (
     ConfigSource, Explanation, explain, explain_all, parse_statuses, select)
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.capabilities.traits.registry import LIBVIRT_FAMILIES
-from virtdriver.conf.host import host_name
 from virtdriver.cli.errors import CommandError
+from virtdriver.conf.host import host_name
 from virtdriver.drivers.libvirt.connection import URIChoice
 from virtdriver.drivers.libvirt.cpu_map_loader import (
     DEFAULT_CPU_MAP_DIR, load_cpu_map)
