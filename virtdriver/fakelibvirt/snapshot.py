@@ -192,17 +192,17 @@ def _from_manifest(root: pathlib.Path) -> HostDocuments:
 
 
 def _compute_host(manifest: Mapping, where: str) -> str | None:
-    """``host``, else (an older snapshot) libvirt's ``hostname``."""
-    for name in ("host", "hostname"):
-        value = manifest.get(name)
-        if value is None or value == "":
-            continue
-        if not isinstance(value, str) or not value.strip() \
-                or len(value) > MAX_HOST_NAME:
-            raise SnapshotError(f"{where}: {name} must be a host name (text "
-                                f"of 1 to {MAX_HOST_NAME} characters)")
-        return value
-    return None
+    """``host`` (``null``: not known), else, in an older snapshot that has
+    no such key, libvirt's ``hostname``."""
+    name = "host" if "host" in manifest else "hostname"
+    value = manifest.get(name)
+    if value is None or (value == "" and name == "hostname"):
+        return None
+    if not isinstance(value, str) or not value.strip() \
+            or len(value) > MAX_HOST_NAME:
+        raise SnapshotError(f"{where}: {name} must be a host name (text of "
+                            f"1 to {MAX_HOST_NAME} characters)")
+    return value
 
 
 def _disk_gb(manifest: Mapping, where: str) -> int | None:
