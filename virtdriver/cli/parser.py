@@ -40,22 +40,23 @@ def _machine_types(text: str) -> tuple[tuple[str, str], ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+#: The global options: flag -> add_argument keywords.
+GLOBAL_OPTIONS = {
+    "--debug": {"action": "store_true", "help": DEBUG_HELP},
+    "--quiet": {"action": "store_true", "help": QUIET_HELP},
+    "--log-file": {"metavar": "FILE", "help": LOG_FILE_HELP},
+    "--log-dir": {"metavar": "DIR", "help": LOG_DIR_HELP},
+    "--use-journal": {"action": "store_true", "help": JOURNAL_HELP},
+    "--use-syslog": {"action": "store_true", "help": SYSLOG_HELP},
+}
+
+
 def _add_debug(parser: argparse.ArgumentParser) -> None:
     """The global options, accepted after the command too."""
     # SUPPRESS: given after the command it sets args.debug; not given, it
     # leaves the top-level parser's value alone.
-    parser.add_argument("--debug", action="store_true",
-                        default=argparse.SUPPRESS, help=DEBUG_HELP)
-    parser.add_argument("--quiet", action="store_true",
-                        default=argparse.SUPPRESS, help=QUIET_HELP)
-    parser.add_argument("--log-file", metavar="FILE",
-                        default=argparse.SUPPRESS, help=LOG_FILE_HELP)
-    parser.add_argument("--log-dir", metavar="DIR",
-                        default=argparse.SUPPRESS, help=LOG_DIR_HELP)
-    parser.add_argument("--use-journal", action="store_true",
-                        default=argparse.SUPPRESS, help=JOURNAL_HELP)
-    parser.add_argument("--use-syslog", action="store_true",
-                        default=argparse.SUPPRESS, help=SYSLOG_HELP)
+    for option, keywords in GLOBAL_OPTIONS.items():
+        parser.add_argument(option, default=argparse.SUPPRESS, **keywords)
 
 
 def _add_text_or_json(parser: argparse.ArgumentParser) -> None:
@@ -89,14 +90,8 @@ class _VersionAction(argparse.Action):
 def _add_globals(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--version", action=_VersionAction,
                         help="print virtdriver's version and exit")
-    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
-    parser.add_argument("--quiet", action="store_true", help=QUIET_HELP)
-    parser.add_argument("--log-file", metavar="FILE", help=LOG_FILE_HELP)
-    parser.add_argument("--log-dir", metavar="DIR", help=LOG_DIR_HELP)
-    parser.add_argument("--use-journal", action="store_true",
-                        help=JOURNAL_HELP)
-    parser.add_argument("--use-syslog", action="store_true",
-                        help=SYSLOG_HELP)
+    for option, keywords in GLOBAL_OPTIONS.items():
+        parser.add_argument(option, **keywords)
 
 
 def _add_host_options(parser: argparse.ArgumentParser, *,
@@ -336,22 +331,33 @@ def _add_image(commands) -> None:
     _add_cpu_map(check_cmd)
 
 
+def _add_action(commands, name: str, action: str, *, help: str,
+                description: str, action_help: str
+                ) -> argparse.ArgumentParser:
+    """Command ``name`` whose one ``ACTION`` is ``action`` (``config
+    sample``, ``placement serve``); returns the action's parser.  The
+    chosen action is ``args.<name>_action``."""
+    command = commands.add_parser(name, help=help, description=description)
+    _add_debug(command)
+    actions = command.add_subparsers(dest=f"{name}_action", required=True,
+                                     metavar="ACTION")
+    parser = actions.add_parser(action, help=action_help)
+    _add_debug(parser)
+    return parser
+
+
 def _add_placement(commands) -> None:
-    placement_cmd = commands.add_parser(
-        "placement", help="the embedded Placement: serve it on loopback",
+    serve_cmd = _add_action(
+        commands, "placement", "serve",
+        help="the embedded Placement: serve it on loopback",
         description="`placement serve` serves the state directory's "
                     "embedded Placement (placement.sqlite, what `sync` "
                     "writes with no Placement named) on 127.0.0.1, noauth2,"
                     " so `openstack resource provider list` (osc-placement)"
                     " inspects and cleans it; it prints the commands.  "
                     "Syncs wait while it runs; SIGINT or SIGTERM stops it "
-                    "(exit 0).  See docs/placement.md.")
-    _add_debug(placement_cmd)
-    actions = placement_cmd.add_subparsers(
-        dest="placement_action", required=True, metavar="ACTION")
-    serve_cmd = actions.add_parser(
-        "serve", help="serve the embedded Placement on 127.0.0.1")
-    _add_debug(serve_cmd)
+                    "(exit 0).  See docs/placement.md.",
+        action_help="serve the embedded Placement on 127.0.0.1")
     serve_cmd.add_argument("--port", type=int, default=0, metavar="PORT",
                            help="port on 127.0.0.1 (default: any free one; "
                                 "the URL is printed)")
@@ -442,18 +448,14 @@ def build_parser() -> argparse.ArgumentParser:
     agent_cmd.add_argument("--once", action="store_true",
                            help="one cycle; exit with its status")
     _add_driver_selection(agent_cmd, output=False)
-    config_cmd = commands.add_parser(
-        "config", help="configuration tools: an annotated sample",
+    sample_cmd = _add_action(
+        commands, "config", "sample",
+        help="configuration tools: an annotated sample",
         description="`config sample` writes every option virtdriver reads, "
                     "commented out at its default with its help, through "
                     "oslo.config's sample generator (as "
-                    "`oslo-config-generator --namespace virtdriver`).")
-    _add_debug(config_cmd)
-    config_actions = config_cmd.add_subparsers(
-        dest="config_action", required=True, metavar="ACTION")
-    sample_cmd = config_actions.add_parser(
-        "sample", help="write an annotated sample configuration file")
-    _add_debug(sample_cmd)
+                    "`oslo-config-generator --namespace virtdriver`).",
+        action_help="write an annotated sample configuration file")
     sample_cmd.add_argument("-o", "--output", metavar="FILE",
                             help="write it to FILE (default: stdout)")
     _add_placement(commands)
