@@ -327,3 +327,10 @@ def test_explain_disk_gb_says_where_it_comes_from(capsys):
     assert "size of the filesystem holding the state directory" in disk
     assert "reserved_host_disk_mb" in disk and "disk_allocation_ratio" in disk
     assert vcpu.endswith("`virtdriver report` shows the inventories")
+
+
+def test_syslog_alone_leaves_stdout_to_the_output(capsys):
+    # oslo.log falls back to a stdout handler when no file or journal is
+    # named; the command keeps stdout for its own output.
+    tree = report_json(capsys, *FAKE, "--use-syslog")
+    assert {p["name"] for p in tree["providers"]} >= {"fake-numa2-ht"}
