@@ -334,3 +334,15 @@ def test_syslog_alone_leaves_stdout_to_the_output(capsys):
     # named; the command keeps stdout for its own output.
     tree = report_json(capsys, *FAKE, "--use-syslog")
     assert {p["name"] for p in tree["providers"]} >= {"fake-numa2-ht"}
+
+
+def test_a_default_host_that_is_not_a_host_name_is_one_line(capsys,
+                                                             tmp_path):
+    path = tmp_path / "host.conf"
+    path.write_text("[DEFAULT]\nhost = bad host!\n")
+    assert main(["report", "--uri", "test:///default", "--config-file",
+                 str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("virtdriver: bad configuration: [DEFAULT] host: "
+                          "bad host! is not a valid host address")
+    assert len(err.splitlines()) == 1
