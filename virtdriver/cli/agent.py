@@ -28,6 +28,7 @@ from virtdriver.cli.report import (
     driver_arguments, node_name, provider_config)
 from virtdriver.cli.sync import placement_target
 from virtdriver.conf import apply_overrides, make_conf
+from virtdriver.conf.options import dir_files
 from virtdriver.drivers.loader import load_driver
 from virtdriver.state_dir import StateDirError, state_dir
 
@@ -59,7 +60,8 @@ def run_agent(args: argparse.Namespace, conf,
         target = placement_target(args, current, directory)
         kwargs = driver_arguments(args, current)
         return Setup(
-            key=(_config_bytes(args.config_file),
+            key=(_config_bytes([*args.config_file,
+                                *dir_files(args.config_dir)]),
                  sorted((k, repr(v)) for k, v in kwargs.items()
                         if k != "conf")),
             directory=directory, driver_name=args.driver,

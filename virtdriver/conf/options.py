@@ -183,6 +183,14 @@ def register_log_opts(conf: cfg.ConfigOpts) -> None:
             root.removeHandler(handler)
 
 
+def dir_files(dirs: Iterable[str | PathLike[str]]) -> list[str]:
+    """The ``*.conf`` files of each of ``dirs``, in name order per
+    directory (what oslo.config reads from a ``--config-dir``)."""
+    return [path for directory in dirs
+            for path in sorted(glob.glob(os.path.join(os.fspath(directory),
+                                                      "*.conf")))]
+
+
 def make_conf(args: Sequence[str] | None = None,
               config_files: Iterable[str | PathLike[str]] = (),
               config_dirs: Iterable[str | PathLike[str]] = ()
@@ -214,10 +222,8 @@ def make_conf(args: Sequence[str] | None = None,
     problems = [f"config directory {path} does not exist or is not a "
                 "directory; check the --config-dir path"
                 for path in dirs if not os.path.isdir(path)]
-    dir_files = [] if problems else [
-        path for directory in dirs
-        for path in sorted(glob.glob(os.path.join(directory, "*.conf")))]
-    problems += [problem for path in files + dir_files
+    files_of_dirs = [] if problems else dir_files(dirs)
+    problems += [problem for path in files + files_of_dirs
                  for problem in file_problems(path)]
     if problems:
         raise ConfigError(problems)
@@ -240,14 +246,15 @@ def make_conf(args: Sequence[str] | None = None,
         # Changed since file_problems() looked, or a locale that is not
         # UTF-8: oslo opens files in the locale's encoding.
         raise ConfigError([f"cannot read config files "
-                           f"{', '.join(files + dir_files)}: {exc}; check "
+                           f"{', '.join(files + files_of_dirs)}: {exc}; "
+                           "check "
                            "them"]) from None
     known = placement.KnownNames(
         known_options(_own_opts()),
         lambda: known_options([(placement.GROUP,
                                 placement.known_opts())])[placement.GROUP])
     problems = [problem
-                for path in [*(conf.config_file or ()), *dir_files]
+                for path in [*(conf.config_file or ()), *files_of_dirs]
                 for problem in unknown_options(path, known)]
     if problems:  # each names its file
         raise ConfigError(problems)
