@@ -346,3 +346,19 @@ def test_a_default_host_that_is_not_a_host_name_is_one_line(capsys,
     assert err.startswith("virtdriver: bad configuration: [DEFAULT] host: "
                           "bad host! is not a valid host address")
     assert len(err.splitlines()) == 1
+
+
+def test_a_placement_request_context_does_not_stick_to_our_lines(tmp_path,
+                                                                capsys):
+    # What the in-process Placement leaves in the thread after a request.
+    from oslo_context import context
+    context.RequestContext(user_id="admin", project_id="admin")
+    assert context.get_current() is not None
+    log = tmp_path / "x.log"
+    try:
+        assert main(["--log-file", str(log), "drivers"]) == 0
+    finally:
+        del context._request_store.context  # not this test's to keep
+    capsys.readouterr()
+    [line] = log.read_text().splitlines()
+    assert " INFO virtdriver.cli.logs [-] " in line, line

@@ -19,6 +19,10 @@ keeps what the command line promises:
 * a log that cannot be written (a full disk, ``/dev/full``) is one line
   and exit 2, checked by a first record written when logging starts and
   again when the command ends; oslo.log's own error printing is not used;
+* a record outside Placement's own loggers carries no request context:
+  the in-process Placement (``sync`` with no URL) leaves its last
+  request's context in the thread, and oslo.log would stamp it on every
+  later line (``[None req-… admin admin - - - -]``);
 * everything is put back afterwards (root handlers and level, the levels
   of ``default_log_levels``, ``sys.excepthook``), so commands run
   in-process one after another do not meet.
@@ -119,6 +123,7 @@ def _oslo_setup(conf) -> Iterator[list[tuple[logging.Handler, OSError]]]:
             root.removeHandler(handler)  # oslo's fallback (module doc)
             continue
         handler.handleError = _recorder(handler, failures)
+        handler.addFilter(_no_stale_context)
     for handler in kept:
         if handler not in root.handlers:
             root.addHandler(handler)
@@ -144,6 +149,21 @@ def _restore(root: logging.Logger, kept: list[logging.Handler], level: int,
     for name, value in levels.items():
         logging.getLogger(name).setLevel(value)
     sys.excepthook = hook
+
+
+#: Loggers whose records belong to a Placement request (the in-process
+#: Placement's own).
+PLACEMENT_LOGGERS = ("placement", "oslo_db", "oslo.db", "oslo_policy",
+                     "oslo.policy", "oslo_middleware")
+
+
+def _no_stale_context(record: logging.LogRecord) -> bool:
+    """Give records from outside a Placement request an explicit ``None``
+    context (module doc); always keeps the record."""
+    if "context" not in record.__dict__ and not record.name.startswith(
+            PLACEMENT_LOGGERS):
+        record.context = None
+    return True
 
 
 def _recorder(handler: logging.Handler,
