@@ -84,6 +84,16 @@ def virtdriver_state_dir() -> pathlib.Path:
         yield TEST_STATE_DIR
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_default_config_files() -> None:
+    """The commands search no default config location (the machine's
+    /etc/virtdriver/virtdriver.conf never reaches a test); subprocesses
+    inherit it.  Tests of the search set $VIRTDRIVER_CONFIG_DIRS."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VIRTDRIVER_CONFIG_DIRS", "")
+        yield
+
+
 @pytest.fixture(scope="session")
 def in_ci() -> bool:
     """Whether this runs under CI (CI=true), where nothing may be skipped

@@ -153,9 +153,11 @@ def test_every_unknown_option_is_listed(conf_file, capsys):
     assert "[libvirt] zzz" in err and "[libvirt] has connection_uri," in err
 
 
-def test_other_sections_and_default_are_left_alone(conf_file, capsys):
+def test_other_sections_and_default_are_left_alone(conf_file, capsys,
+                                                   tmp_path):
     # [DEFAULT] is shared with oslo.log and others; [placement] is not ours.
-    path = conf_file("[DEFAULT]\ndebug = true\nlog_file = /x\n"
+    log = tmp_path / "x.log"
+    path = conf_file(f"[DEFAULT]\nuse_json = true\nlog_file = {log}\n"
                      "[placement]\nauth_url = http://placement\n"
                      "[compute]\ncpu_dedicated_set = 0-1\n")
 
@@ -165,6 +167,8 @@ def test_other_sections_and_default_are_left_alone(conf_file, capsys):
     assert status == 0
     cell = json.loads(out)["providers"][1]["inventories"]
     assert cell["PCPU"]["total"] == 2  # the known option did apply
+    first = json.loads(log.read_text().splitlines()[0])  # oslo.log's JSON
+    assert "report: logging to" in first["message"]
 
 
 def record_state_dir():

@@ -4,6 +4,7 @@ script of ``completion bash``."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import pathlib
@@ -221,7 +222,8 @@ def test_completion_of_commands_options_and_choices(script):
     assert complete(script, "drivers", "--format", "") == ["text", "json"]
     assert complete(script, "host", "--cpu-mode", "") == list(CPU_MODES)
     assert complete(script, "completion", "") == [
-        "-h", "--help", "--debug", "--quiet", "--log-file", "bash"]
+        "-h", "--help", "--debug", "--quiet", "--log-file", "--log-dir",
+        "--use-journal", "--use-syslog", "bash"]
     assert complete(script, "config", "s") == ["sample"]
     assert "--placement-url" in complete(script, "sync", "--pl")
     assert "--dry-run" not in complete(script, "report", "--")
@@ -233,6 +235,20 @@ def test_a_file_option_completes_file_names(script, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert complete(script, "rebuild-check", "--providers", "tree") == [
         "tree-a.json"]
+
+
+@needs_bash
+def test_driver_names_and_presets_complete(script, tmp_path, monkeypatch):
+    from virtdriver.drivers.fake_host import PRESETS
+    assert {"libvirt", "fake", "ironic"} <= set(
+        complete(script, "report", "--driver", ""))
+    assert complete(script, "sync", "--driver", "ir") == ["ironic"]
+    monkeypatch.chdir(tmp_path)
+    assert sorted(complete(script, "report", "--host-spec", "")) == sorted(
+        PRESETS)
+    (tmp_path / "numa-spec.yaml").write_text("{}")  # a spec may be a file
+    assert sorted(complete(script, "claims", "--host-spec", "numa")) == [
+        "numa-spec.yaml", "numa2-ht", "numa4-large"]
 
 
 def test_the_script_follows_the_parser(capsys):
@@ -249,5 +265,10 @@ def test_the_script_follows_the_parser(capsys):
                    for option in action.option_strings}
         takes_value = {option for action in sub._actions if action.nargs != 0
                        for option in action.option_strings}
+        nested = {option for action in sub._actions
+                  if isinstance(action, argparse._SubParsersAction)
+                  for parser in action.choices.values()
+                  for option_action in parser._actions
+                  for option in option_action.option_strings}
         assert options <= words, (name, options - words)
-        assert takes_value <= values <= options | {"-o", "--output"}, name
+        assert takes_value <= values <= options | nested, name

@@ -28,7 +28,8 @@ NODES = 20
 BAR = re.compile(r"\rsyncing providers \[[#-]{30}\] (\d+)/(\d+)")
 WARNING = "schema version 1.1"
 SUMMARY = f"sync: synced, {NODES} providers changed"
-STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
+#: oslo.log's default line: time, pid, level, logger, request context.
+STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \d+"
 
 
 @pytest.fixture
@@ -126,8 +127,8 @@ def test_quiet_hides_the_bar_and_warnings_and_log_file_keeps_them(host,
     lines = log.read_text().splitlines()
     assert lines[0] == "an earlier run's line"  # appended, not replaced
     [record] = [line for line in lines[1:] if WARNING in line]
-    assert re.match(rf"{STAMP} WARNING virtdriver\.[\w.]+: provider config: ",
-                    record), record
+    assert re.match(rf"{STAMP} WARNING virtdriver\.[\w.]+ \[-\] provider "
+                    "config: ", record), record
 
 
 def test_quiet_still_prints_errors(host, capsys):

@@ -11,6 +11,7 @@ import pytest
 from virtdriver.cli import errors
 from virtdriver.conf import defaults, options
 from virtdriver.conf.defaults import DefaultConf, state_dir_from
+from virtdriver.conf.disk import disk_config
 from virtdriver.conf.guest import trait_config
 from virtdriver.conf.pinning import pinning_config
 
@@ -39,6 +40,8 @@ def test_derived_configs_equal_make_confs():
     real = options.make_conf()
     assert trait_config(DefaultConf()) == trait_config(real)
     assert pinning_config(DefaultConf()) == pinning_config(real)
+    assert disk_config(DefaultConf()) == disk_config(real)
+    assert DefaultConf().host is real.host is None
     assert state_dir_from(DefaultConf()) is None
     assert DefaultConf().config_file == ()
 

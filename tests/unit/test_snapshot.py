@@ -183,3 +183,28 @@ def test_a_manifest_without_a_cpu_map_reads_as_none(documents, tmp_path):
     listed["cpu_map"] = None
     manifest.write_text(json.dumps(listed))
     assert read_snapshot(tmp_path).cpu_map is None
+
+
+def test_the_recorded_host_and_disk_round_trip(documents, tmp_path):
+    import dataclasses
+    recorded = dataclasses.replace(documents, compute_host="compute-7",
+                                   disk_gb=930)
+    write_snapshot(tmp_path / "snap", recorded, "qemu:///x")
+    assert read_snapshot(tmp_path / "snap") == recorded
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("host", 7, "host must be a host name"),
+    ("host", "", "host must be a host name"),
+    ("disk_gb", -1, "disk_gb must be a whole number of GiB"),
+    ("disk_gb", 1.5, "disk_gb must be a whole number of GiB"),
+    ("disk_gb", True, "disk_gb must be a whole number of GiB"),
+])
+def test_a_bad_recorded_host_or_disk_is_refused(documents, tmp_path, field,
+                                                value, message):
+    manifest = write_snapshot(tmp_path / "snap", documents, "qemu:///x")
+    data = json.loads(manifest.read_text())
+    data[field] = value
+    manifest.write_text(json.dumps(data))
+    with pytest.raises(SnapshotError, match=message):
+        read_snapshot(tmp_path / "snap")

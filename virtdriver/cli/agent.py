@@ -2,7 +2,9 @@
 service does (the loop is :mod:`virtdriver.agent`).
 
 The driver and Placement options are ``sync``'s; one line per cycle goes
-to stderr or ``--log-file``.  SIGHUP re-reads the ``--config-file`` files at
+to stderr, or, when the command logs through oslo.log (``--log-file`` and
+the other log options, :mod:`virtdriver.cli.logs`), to that log as an INFO
+record of ``virtdriver.agent``.  SIGHUP re-reads the ``--config-file`` files at
 the next cycle boundary (a new driver and tracker when they changed);
 SIGTERM or SIGINT stops after the current cycle, a second one abandons it
 at once; either way the exit status is 0.  ``--once``: one cycle, exit
@@ -17,17 +19,17 @@ import datetime
 import logging
 import math
 import signal
-import socket
 import sys
 from collections.abc import Iterator
-from typing import TextIO
 
 from virtdriver.agent import BAD_INPUT, Agent, Setup
 from virtdriver.cli.errors import CommandError, exit_status
 from virtdriver.cli.loading import (
-    driver_arguments, new_driver, provider_config)
+    driver_arguments, new_driver, node_name, provider_config)
+from virtdriver.cli.logs import asked as command_logs
 from virtdriver.cli.sync import placement_target
 from virtdriver.conf import apply_overrides, make_conf
+from virtdriver.conf.options import dir_files
 from virtdriver.regular_file import read_regular
 from virtdriver.state_dir import StateDirError, state_dir
 
@@ -46,27 +48,28 @@ def run_agent(args: argparse.Namespace, conf,
         directory = state_dir()
     except StateDirError as exc:
         raise CommandError(str(exc)) from exc
-    hostname = socket.gethostname()
-
     initial = [conf]  # the first load uses main's conf; a reload reads
 
     def load() -> Setup:
         current = initial.pop() if initial else None
         if current is None:  # the files again, then the options
-            current = make_conf(config_files=args.config_file)
+            current = make_conf(config_files=args.config_file,
+                                config_dirs=args.config_dir)
             apply_overrides(current, vars(args))
         target = placement_target(args, current, directory)
         kwargs = driver_arguments(args, current)
         return Setup(
-            key=(_config_bytes(args.config_file),
+            key=(_config_bytes([*args.config_file,
+                                *dir_files(args.config_dir)]),
                  sorted((k, repr(v)) for k, v in kwargs.items()
                         if k != "conf")),
             directory=directory, driver_name=args.driver,
             make_driver=lambda: new_driver(args, current),
-            hostname=hostname, provider_config=provider_config(current),
+            hostname=node_name(args, current),
+            provider_config=provider_config(current),
             target=target.description, connect=target.connect)
 
-    with _log_to(args.log_file) as log:
+    with _log_to(command_logs(args, conf)) as log:
         agent = Agent(load, interval=args.interval, log=log,
                       classify=_classify)
         with _signals(agent), _reported_by_the_line(args.debug):
@@ -102,29 +105,25 @@ def _config_bytes(paths: list[str]) -> tuple[tuple[str, bytes], ...]:
     return tuple(found)
 
 
+#: The logger of the cycle lines when the command logs through oslo.log.
+CYCLE_LOG = logging.getLogger("virtdriver.agent")
+
+
 @contextlib.contextmanager
-def _log_to(path: str | None) -> Iterator:
-    """A function writing one time-stamped line to ``path`` or stderr."""
-    if path is None:
-        stream: TextIO = sys.stderr
-        closing = contextlib.nullcontext()
-    else:
-        try:
-            stream = open(path, "a", encoding="utf-8")  # noqa: SIM115
-        except OSError as exc:
-            raise CommandError(f"--log-file {path}: cannot open it "
-                               f"({exc.strerror}); fix the path or its "
-                               "permissions") from exc
-        closing = stream
+def _log_to(to_log: bool) -> Iterator:
+    """A function writing one line per cycle: to the command's log
+    (``to_log``) or, time-stamped, to stderr."""
+    if to_log:
+        yield lambda line: CYCLE_LOG.info("%s", line)
+        return
 
     def log(line: str) -> None:
         now = datetime.datetime.now(datetime.UTC).strftime(
             "%Y-%m-%dT%H:%M:%SZ")
-        stream.write(f"{now} virtdriver agent: {line}\n")
-        stream.flush()
+        sys.stderr.write(f"{now} virtdriver agent: {line}\n")
+        sys.stderr.flush()
 
-    with closing:
-        yield log
+    yield log
 
 
 #: Loggers whose warnings the cycle's line already says (a node not

@@ -53,6 +53,12 @@ def check_options(args: argparse.Namespace) -> None:
             f"--node picks a node of a driver other than libvirt; {args.command}"
             " with libvirt answers for this host: drop --node, or give "
             "--driver")
+    if getattr(args, "output", None) and getattr(args, "format", None) \
+            == "json" and args.command == "report":
+        raise CommandError(
+            f"--output {args.output} writes the tree as a picture (what "
+            "--format dot draws), so --format json would not apply; drop "
+            "--format json, or drop --output to print the JSON")
     if getattr(args, "placement_url", None) is not None:
         placement_url(args.placement_url)
 

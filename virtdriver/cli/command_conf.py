@@ -15,15 +15,21 @@ IN_TREE_DRIVERS = ("libvirt", "fake")
 
 
 def command_conf(args: argparse.Namespace):
-    """The configuration the command reads: ``--config-file``'s files
-    with the command line's options over them (``make_conf`` and
-    ``apply_overrides``), or, when neither sets anything and the command
-    and driver read only virtdriver's sections, the same values without
-    oslo.config."""
+    """The configuration the command reads: ``--config-file``'s files and
+    ``--config-dir``'s (else the default ones,
+    :mod:`virtdriver.conf.locations`) with the command line's options
+    over them (``make_conf`` and ``apply_overrides``), or, when neither
+    sets anything and the command and driver read only virtdriver's
+    sections, the same values without oslo.config."""
+    from virtdriver.conf.locations import config_locations
     from virtdriver.conf.overrides import COMMAND_LINE_OPTIONS
 
+    # The default file and directory when none is given (oslo's places);
+    # the agent's reload reads the same ones.
+    args.config_file, args.config_dir = config_locations(
+        getattr(args, "config_file", None), getattr(args, "config_dir", None))
     if (args.command in DEFAULT_CONF_COMMANDS
-            and not getattr(args, "config_file", None)
+            and not args.config_file and not args.config_dir
             and getattr(args, "driver", "libvirt") in IN_TREE_DRIVERS
             and all(getattr(args, dest, None) is None
                     for dest in COMMAND_LINE_OPTIONS)):
@@ -31,6 +37,7 @@ def command_conf(args: argparse.Namespace):
         return DefaultConf()
     from virtdriver.conf import apply_overrides, make_conf
 
-    conf = make_conf(config_files=args.config_file)
+    conf = make_conf(config_files=args.config_file,
+                     config_dirs=args.config_dir)
     apply_overrides(conf, vars(args))
     return conf

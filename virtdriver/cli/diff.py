@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import socket
 import sys
 from typing import TextIO
 
 from virtdriver.cli.errors import CommandError
 from virtdriver.cli.loading import host_tree, new_driver
 from virtdriver.cli.replay import replaying
+from virtdriver.conf.host import host_name
 from virtdriver.drivers.libvirt.driver import node_uuid
 from virtdriver.host_diff import HostSide, diff_hosts
 from virtdriver.render.diff import render_host_diff
@@ -72,7 +72,7 @@ def _read_host(label: str, uri: str | None, args: argparse.Namespace,
     side = argparse.Namespace(**{**vars(args), "driver": "libvirt",
                                  "uri": uri})
     driver = new_driver(side, conf)
-    host = socket.gethostname()
+    host = host_name(conf)
     driver.init_host(host)
     try:
         tree = host_tree(driver, "libvirt", conf)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import socket
 import sys
 from collections.abc import Callable
 from typing import TextIO, TypeVar
@@ -20,6 +19,7 @@ from virtdriver.capabilities.traits.registry import LIBVIRT_FAMILIES
 from virtdriver.cli.errors import CommandError
 from virtdriver.cli.explain import (
     NodeTraits, configured_traits, explain_filters, run_explain)
+from virtdriver.conf.host import host_name
 from virtdriver.drivers.libvirt.connection import URIChoice
 from virtdriver.drivers.libvirt.cpu_map_loader import (
     DEFAULT_CPU_MAP_DIR, load_cpu_map)
@@ -49,17 +49,19 @@ def run_command(args: argparse.Namespace, config: TraitConfig, *,
                                 lambda conn, uri: read_host(conn, uri, config))
     report = trait_report(reading, cpu_map)
     if args.command == "explain":
-        return run_explain(args, host_traits(conf, report, choice),
+        return run_explain(args, host_traits(conf, report, choice, args),
                            FAMILY_NAMES, out)
     renderer = render_json if args.format == "json" else render_text
     out.write(renderer(reading, choice.reason, report))
     return 0
 
 
-def host_traits(conf, report: TraitReport, choice: URIChoice) -> NodeTraits:
+def host_traits(conf, report: TraitReport, choice: URIChoice,
+                args: argparse.Namespace | None = None) -> NodeTraits:
     """This host's libvirt trait report, with the provider config traits
-    for its compute node."""
-    name = socket.gethostname()
+    for its compute node (named by a replayed snapshot's recorded host,
+    else ``[DEFAULT] host``, else the machine's name)."""
+    name = host_name(conf, getattr(args, "recorded_host", None))
     return NodeTraits(f"this host ({choice.uri})", report, configured_traits(
         conf, report.ownership, name, node_uuid(name)))
 

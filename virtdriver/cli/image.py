@@ -154,7 +154,7 @@ def _libvirt_host(args, config: TraitConfig, conf, opener
                                 lambda conn, uri: read_host(conn, uri,
                                                             config))
     return _explained(host_traits(conf, trait_report(reading, cpu_map),
-                                  choice))
+                                  choice, args))
 
 
 def _driver_host(args, conf) -> tuple[str, Lookup]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import socket
 import tempfile
 
 from virtdriver.cli.errors import CommandError
@@ -40,6 +39,8 @@ def driver_arguments(args: argparse.Namespace, conf) -> dict[str, object]:
         offered["nested"] = not getattr(args, "flat", False)
     if name == "libvirt":
         offered["uri"] = args.uri
+        if hasattr(args, "recorded_disk_gb"):  # a replay: the recorded disk
+            offered["disk_gb"] = args.recorded_disk_gb
     elif name == "fake":
         offered["host"] = args.host_spec or DEFAULT_HOST_SPEC
     elif name == "ironic":
@@ -53,11 +54,18 @@ def new_driver(args: argparse.Namespace, conf) -> ComputeDriver:
     return build_driver(args.driver, driver_arguments(args, conf))
 
 
+def node_name(args: argparse.Namespace, conf) -> str:
+    """The host name ``init_host`` is given: a replayed snapshot's
+    recorded host, else ``[DEFAULT] host``, else the machine's name."""
+    from virtdriver.conf.host import host_name
+    return host_name(conf, getattr(args, "recorded_host", None))
+
+
 def started_driver(args: argparse.Namespace, conf) -> ComputeDriver:
     """:func:`new_driver`, initialised for this host
-    (``init_host(socket.gethostname())``)."""
+    (``init_host(node_name(args, conf))``)."""
     driver = new_driver(args, conf)
-    driver.init_host(socket.gethostname())
+    driver.init_host(node_name(args, conf))
     return driver
 
 

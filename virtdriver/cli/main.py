@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from virtdriver.cli.errors import (
-    EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, CommandError, show_error)
+    EXIT_BROKEN_PIPE, EXIT_INTERRUPTED, show_error)
 from virtdriver.cli.parser import build_parser
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ CLAIMS_COMMANDS = ("claims", "claim", "release", "rebuild-check")
 
 #: Options whose values are paths the user named (an OSError on one of
 #: them is bad input, not a bug).
-PATH_OPTIONS = ("config_file", "host_spec", "inventory", "snapshot",
+PATH_OPTIONS = ("config_file", "config_dir", "host_spec", "inventory", "snapshot",
                 "output", "cpu_map", "instance", "image", "providers")
 
 
@@ -42,8 +42,7 @@ def main(argv: Sequence[str] | None = None, *,
     """
     args = build_parser().parse_args(argv)
     try:
-        with library_warnings(debug=args.debug, quiet=args.quiet), \
-                log_file(args.log_file, debug=args.debug):
+        with library_warnings(debug=args.debug, quiet=args.quiet):
             status = run(args, opener)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
         return status
@@ -60,17 +59,11 @@ def main(argv: Sequence[str] | None = None, *,
 
 def run(args: argparse.Namespace, opener: Opener | None) -> int:
     """Run the parsed command; errors propagate to :func:`main`."""
-    if args.command == "drivers":
-        from virtdriver.cli.drivers import run_drivers
-        return run_drivers(args.format)
-    if args.command in ("config", "completion"):  # no host, no config
-        from virtdriver.cli.completion import run_completion
-        from virtdriver.cli.config import run_config
-        return (run_config(args) if args.command == "config"
-                else run_completion(args, build_parser()))
-    if args.command == "image-traits":  # no host, no config
-        from virtdriver.cli.image import run_image_traits
-        return run_image_traits(args)
+    from virtdriver.cli.logs import command_logging
+
+    if args.command in ("drivers", "config", "completion", "image-traits"):
+        with command_logging(args):  # no host, no config
+            return run_without_conf(args)
     from virtdriver.cli.checks import check_options
     from virtdriver.cli.command_conf import command_conf
     from virtdriver.cli.state import configured_state_dir
@@ -80,10 +73,24 @@ def run(args: argparse.Namespace, opener: Opener | None) -> int:
     conf = command_conf(args)
     config = trait_config(conf)
     args.uri = args.uri or conf.libvirt.connection_uri or None
-    with configured_state_dir(conf):
+    with command_logging(args, conf), configured_state_dir(conf):
         if getattr(args, "snapshot", None):
             return replay_snapshot(args, conf, config)
         return run_host_command(args, conf, config, opener)
+
+
+def run_without_conf(args: argparse.Namespace) -> int:
+    """``drivers``, ``config``, ``completion`` or ``image-traits``."""
+    if args.command == "drivers":
+        from virtdriver.cli.drivers import run_drivers
+        return run_drivers(args.format)
+    if args.command == "image-traits":
+        from virtdriver.cli.image import run_image_traits
+        return run_image_traits(args)
+    from virtdriver.cli.completion import run_completion
+    from virtdriver.cli.config import run_config
+    return (run_config(args) if args.command == "config"
+            else run_completion(args, build_parser()))
 
 
 def replay_snapshot(args: argparse.Namespace, conf, config: TraitConfig
@@ -93,7 +100,7 @@ def replay_snapshot(args: argparse.Namespace, conf, config: TraitConfig
     from virtdriver.cli.replay import replaying
     from virtdriver.drivers.libvirt.connection import URIChoice
 
-    with replaying(args.snapshot) as (uri, reason, fake):
+    with replaying(args.snapshot, args) as (uri, reason, fake):
         args.uri = uri
         return run_host_command(
             args, conf, config,
@@ -118,6 +125,9 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
     if args.command == "agent":
         from virtdriver.cli.agent import run_agent
         return run_agent(args, conf, uri_reason=uri_reason)
+    if args.command == "placement":
+        from virtdriver.cli.placement_serve import run_placement_serve
+        return run_placement_serve(args)
     if args.command in CLAIMS_COMMANDS:
         from virtdriver.cli.claims import run_claims_command
         return run_claims_command(args, conf)
@@ -132,7 +142,9 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
         opener = open_connection
     if args.command == "snapshot":
         from virtdriver.cli.snapshot import run_snapshot
-        return run_snapshot(args, config, opener=opener)
+        from virtdriver.conf.host import host_name
+        return run_snapshot(args, config, opener=opener,
+                            host=host_name(conf))
     from virtdriver.cli.host import run_command
     return run_command(args, config, opener=opener, conf=conf)
 
@@ -165,42 +177,6 @@ def library_warnings(*, debug: bool, quiet: bool = False) -> Iterator[None]:
         yield
     finally:
         root.removeHandler(handler)
-
-
-#: A ``--log-file`` line: when, how bad, where from, what.
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
-
-@contextlib.contextmanager
-def log_file(path: str | None, *, debug: bool) -> Iterator[None]:
-    """While a command runs, virtdriver's log records from INFO up (DEBUG
-    with ``--debug``) are appended to ``path``, time-stamped; nothing
-    when ``path`` is ``None``.
-
-    Raises:
-        CommandError: the file cannot be opened (exit 2).
-    """
-    if path is None:
-        yield
-        return
-    try:
-        handler = logging.FileHandler(path, mode="a", encoding="utf-8")
-    except OSError as exc:
-        raise CommandError(f"--log-file {path}: cannot open it "
-                           f"({exc.strerror}); fix the path or its "
-                           "permissions") from exc
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    logger = logging.getLogger("virtdriver")
-    level = logger.level
-    handler.setLevel(logging.DEBUG if debug else logging.INFO)
-    logger.setLevel(handler.level)
-    logger.addHandler(handler)
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
-        handler.close()
 
 
 def named_paths(args: argparse.Namespace) -> Iterator[str]:

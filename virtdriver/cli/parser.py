@@ -10,6 +10,7 @@ is checked in :mod:`.checks`.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from virtdriver.capabilities.traits.config import CPU_MODES
 from virtdriver.conf.defaults import VIRT_TYPES
@@ -19,9 +20,13 @@ from virtdriver.drivers.libvirt.cpu_map_loader import DEFAULT_CPU_MAP_DIR
 DEBUG_HELP = "on an error, show the traceback too"
 QUIET_HELP = ("no warnings and no progress bar on stderr (errors still "
               "print)")
-LOG_FILE_HELP = ("append virtdriver's log records here, time-stamped "
-                 "(the agent's cycle lines too; default: none, the agent's "
-                 "lines to stderr)")
+LOG_FILE_HELP = ("append the log here, through oslo.log in its format "
+                 "([DEFAULT] log_file; the agent's cycle lines too; "
+                 "default: none, warnings and the agent's lines to stderr)")
+LOG_DIR_HELP = ("write the log to DIR/virtdriver.log (or DIR/--log-file); "
+                "[DEFAULT] log_dir")
+JOURNAL_HELP = "log to the systemd journal too ([DEFAULT] use_journal)"
+SYSLOG_HELP = "log to syslog too ([DEFAULT] use_syslog)"
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -35,16 +40,23 @@ def _machine_types(text: str) -> tuple[tuple[str, str], ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+#: The global options: flag -> add_argument keywords.
+GLOBAL_OPTIONS = {
+    "--debug": {"action": "store_true", "help": DEBUG_HELP},
+    "--quiet": {"action": "store_true", "help": QUIET_HELP},
+    "--log-file": {"metavar": "FILE", "help": LOG_FILE_HELP},
+    "--log-dir": {"metavar": "DIR", "help": LOG_DIR_HELP},
+    "--use-journal": {"action": "store_true", "help": JOURNAL_HELP},
+    "--use-syslog": {"action": "store_true", "help": SYSLOG_HELP},
+}
+
+
 def _add_debug(parser: argparse.ArgumentParser) -> None:
     """The global options, accepted after the command too."""
     # SUPPRESS: given after the command it sets args.debug; not given, it
     # leaves the top-level parser's value alone.
-    parser.add_argument("--debug", action="store_true",
-                        default=argparse.SUPPRESS, help=DEBUG_HELP)
-    parser.add_argument("--quiet", action="store_true",
-                        default=argparse.SUPPRESS, help=QUIET_HELP)
-    parser.add_argument("--log-file", metavar="FILE",
-                        default=argparse.SUPPRESS, help=LOG_FILE_HELP)
+    for option, keywords in GLOBAL_OPTIONS.items():
+        parser.add_argument(option, default=argparse.SUPPRESS, **keywords)
 
 
 def _add_text_or_json(parser: argparse.ArgumentParser) -> None:
@@ -52,10 +64,34 @@ def _add_text_or_json(parser: argparse.ArgumentParser) -> None:
                         default="text", help="output format (default: text)")
 
 
+def version_text() -> str:
+    """``virtdriver X.Y.Z`` from the installed distribution's metadata
+    (``virtdriver (version unknown)`` when it is not installed)."""
+    from importlib import metadata
+    try:
+        return f"virtdriver {metadata.version('virtdriver')}"
+    except metadata.PackageNotFoundError:
+        return "virtdriver (version unknown)"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print the version and exit 0 (read only when asked,
+    so parsing stays free of package metadata)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        super().__init__(option_strings, dest, nargs=0,
+                         default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(version_text() + "\n")
+        parser.exit()
+
+
 def _add_globals(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
-    parser.add_argument("--quiet", action="store_true", help=QUIET_HELP)
-    parser.add_argument("--log-file", metavar="FILE", help=LOG_FILE_HELP)
+    parser.add_argument("--version", action=_VersionAction,
+                        help="print virtdriver's version and exit")
+    for option, keywords in GLOBAL_OPTIONS.items():
+        parser.add_argument(option, **keywords)
 
 
 def _add_host_options(parser: argparse.ArgumentParser, *,
@@ -74,8 +110,15 @@ def _add_host_options(parser: argparse.ArgumentParser, *,
                             "through fakelibvirt instead of reading libvirt")
     parser.add_argument("--config-file", action="append", default=[],
                         metavar="FILE", help="oslo.config file to read "
-                        "(repeatable; later files win); the options below "
+                        "(repeatable; later files win; default: the first "
+                        "virtdriver.conf in ~/.virtdriver, ~, "
+                        "/etc/virtdriver, /etc); the options below "
                         "override it")
+    parser.add_argument("--config-dir", action="append", default=[],
+                        metavar="DIR", help="read DIR's *.conf files too, "
+                        "in name order, after the files (repeatable; "
+                        "default: the first virtdriver.conf.d found where "
+                        "virtdriver.conf is searched)")
     group = parser.add_argument_group(
         "guest configuration", "OpenStack-shaped options that decide which "
         "traits the host offers")
@@ -134,15 +177,17 @@ def _add_driver_choice(parser: argparse.ArgumentParser) -> None:
                         help="ironic driver: the node inventory file")
 
 
-def _add_driver_selection(parser: argparse.ArgumentParser) -> None:
+def _add_driver_selection(parser: argparse.ArgumentParser, *,
+                          output: bool = True) -> None:
     """--driver and the in-tree drivers' own options (``report``,
-    ``sync`` and the claims commands)."""
+    ``sync``, ``agent`` and the claims commands); ``output``: --format
+    too (the agent writes log lines only, so it has none)."""
     _add_driver_choice(parser)
     parser.add_argument("--flat", action="store_true",
                         help="libvirt and fake drivers: everything on "
                              "the root provider instead of one child "
                              "per NUMA cell")
-    _add_host_options(parser)
+    _add_host_options(parser, output=output)
     _add_pinning_options(parser)
 
 
@@ -302,6 +347,44 @@ def _add_image(commands) -> None:
     _add_cpu_map(check_cmd)
 
 
+def _add_action(commands, name: str, action: str, *, help: str,
+                description: str, action_help: str
+                ) -> argparse.ArgumentParser:
+    """Command ``name`` whose one ``ACTION`` is ``action`` (``config
+    sample``, ``placement serve``); returns the action's parser.  The
+    chosen action is ``args.<name>_action``."""
+    command = commands.add_parser(name, help=help, description=description)
+    _add_debug(command)
+    actions = command.add_subparsers(dest=f"{name}_action", required=True,
+                                     metavar="ACTION")
+    parser = actions.add_parser(action, help=action_help)
+    _add_debug(parser)
+    return parser
+
+
+def _add_placement(commands) -> None:
+    serve_cmd = _add_action(
+        commands, "placement", "serve",
+        help="the embedded Placement: serve it on loopback",
+        description="`placement serve` serves the state directory's "
+                    "embedded Placement (placement.sqlite, what `sync` "
+                    "writes with no Placement named) on 127.0.0.1, noauth2,"
+                    " so `openstack resource provider list` (osc-placement)"
+                    " inspects and cleans it; it prints the commands.  "
+                    "Syncs wait while it runs; SIGINT or SIGTERM stops it "
+                    "(exit 0).  See docs/placement.md.",
+        action_help="serve the embedded Placement on 127.0.0.1")
+    serve_cmd.add_argument("--port", type=int, default=0, metavar="PORT",
+                           help="port on 127.0.0.1 (default: any free one; "
+                                "the URL is printed)")
+    serve_cmd.add_argument("--config-file", action="append", default=[],
+                           metavar="FILE", help="oslo.config file naming "
+                           "[virtdriver] state_dir (repeatable)")
+    serve_cmd.add_argument("--config-dir", action="append", default=[],
+                           metavar="DIR", help="read DIR's *.conf files too")
+    serve_cmd.set_defaults(uri=None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``virtdriver`` command."""
     parser = argparse.ArgumentParser(
@@ -383,21 +466,18 @@ def build_parser() -> argparse.ArgumentParser:
                            help="seconds between cycle starts (default: 60)")
     agent_cmd.add_argument("--once", action="store_true",
                            help="one cycle; exit with its status")
-    _add_driver_selection(agent_cmd)
-    config_cmd = commands.add_parser(
-        "config", help="configuration tools: an annotated sample",
+    _add_driver_selection(agent_cmd, output=False)
+    sample_cmd = _add_action(
+        commands, "config", "sample",
+        help="configuration tools: an annotated sample",
         description="`config sample` writes every option virtdriver reads, "
                     "commented out at its default with its help, through "
                     "oslo.config's sample generator (as "
-                    "`oslo-config-generator --namespace virtdriver`).")
-    _add_debug(config_cmd)
-    config_actions = config_cmd.add_subparsers(
-        dest="config_action", required=True, metavar="ACTION")
-    sample_cmd = config_actions.add_parser(
-        "sample", help="write an annotated sample configuration file")
-    _add_debug(sample_cmd)
+                    "`oslo-config-generator --namespace virtdriver`).",
+        action_help="write an annotated sample configuration file")
     sample_cmd.add_argument("-o", "--output", metavar="FILE",
                             help="write it to FILE (default: stdout)")
+    _add_placement(commands)
     completion_cmd = commands.add_parser(
         "completion", help="print a shell completion script",
         description="Print a completion script for SHELL, generated from "

@@ -26,8 +26,10 @@ from virtdriver.render.progress import progress_bar
 
 
 def run_snapshot(args: argparse.Namespace, config: TraitConfig, *,
-                 opener: Opener, out: TextIO | None = None) -> int:
-    """Record the host into ``args.output``."""
+                 opener: Opener, out: TextIO | None = None,
+                 host: str | None = None) -> int:
+    """Record the host into ``args.output``; ``host``: the node name the
+    driver would use (``[DEFAULT] host``), recorded for replays."""
     out = out or sys.stdout
     target = pathlib.Path(args.output)
     check_target(target)
@@ -35,7 +37,8 @@ def run_snapshot(args: argparse.Namespace, config: TraitConfig, *,
                       quiet=getattr(args, "quiet", False)) as bar:
         documents, choice = read_with(
             args.uri, opener,
-            lambda conn, uri: record_host(conn, uri, config, progress=bar))
+            lambda conn, uri: record_host(conn, uri, config, progress=bar,
+                                          host=host))
     write_whole(target, documents, choice.uri)
     out.write(f"recorded {choice.uri} ({choice.reason}) into {target}: "
               f"host capabilities, {len(documents.domain_capabilities)} "

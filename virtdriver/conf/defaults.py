@@ -41,6 +41,8 @@ DEFAULTS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
         "reserved_huge_pages": [],
         "cpu_allocation_ratio": DEFAULT_CPU_ALLOCATION_RATIO,
         "ram_allocation_ratio": DEFAULT_RAM_ALLOCATION_RATIO,
+        "reserved_host_disk_mb": 0,
+        "disk_allocation_ratio": 1.0,
         "image_type_exclude_list": [],
         "provider_config_location": PROVIDER_CONFIG_LOCATION,
     }),
@@ -89,10 +91,12 @@ class DefaultGroup(Mapping[str, Any]):
 
 class DefaultConf(Mapping[str, DefaultGroup]):
     """What ``make_conf()`` reads for virtdriver's sections, with no file
-    and no override (module doc).  ``config_file`` is empty: no file was
-    read."""
+    and no override (module doc), and ``[DEFAULT] host`` (unset).
+    ``config_file`` is empty: no file was read."""
 
     config_file: tuple[str, ...] = ()
+    #: ``[DEFAULT] host``: unset (the machine's name applies).
+    host: str | None = None
 
     def __init__(self) -> None:
         self._groups = {name: DefaultGroup(name, values)

@@ -15,13 +15,18 @@ Nova-style ``[DEFAULT]`` setting is still read (oslo's deprecated group).
 
 from __future__ import annotations
 
+import glob
+import os
 from collections.abc import Iterable, Sequence
 from os import PathLike
 
 from oslo_config import cfg
 
 from virtdriver.capabilities.traits.config import CPU_MODES
+from virtdriver.conf import host as host_option
 from virtdriver.conf import placement
+from virtdriver.conf.disk import (
+    DEFAULT_DISK_ALLOCATION_RATIO, DEFAULT_RESERVED_HOST_DISK_MB)
 # The defaults live beside the oslo-free default configuration; callers
 # have always found them here too.
 from virtdriver.conf.defaults import (
@@ -66,6 +71,16 @@ COMPUTE_OPTS = [
         "ram_allocation_ratio", default=DEFAULT_RAM_ALLOCATION_RATIO,
         deprecated_group="DEFAULT",
         help="Guest memory per host memory (overcommit); greater than 0."),
+    cfg.IntOpt(
+        "reserved_host_disk_mb", default=DEFAULT_RESERVED_HOST_DISK_MB,
+        deprecated_group="DEFAULT",
+        help="Disk (MiB) kept for the host: the DISK_GB inventory's "
+             "reserved, rounded up to whole GiB."),
+    cfg.FloatOpt(
+        "disk_allocation_ratio", default=DEFAULT_DISK_ALLOCATION_RATIO,
+        deprecated_group="DEFAULT",
+        help="Guest disk per host disk (DISK_GB overcommit); greater than "
+             "0."),
     cfg.ListOpt(
         "image_type_exclude_list", default=[],
         help="Image formats not offered even when the driver supports "
@@ -116,6 +131,17 @@ VIRTDRIVER_OPTS = [
 ]
 
 
+#: ``[DEFAULT]`` options (the section is shared: oslo.log's are there too,
+#: so it is not checked for unknown names).
+DEFAULT_OPTS = [
+    cfg.HostDomainOpt(
+        "host", sample_default=host_option.SAMPLE_DEFAULT,
+        help="This compute host's name, the node name (and compute node "
+             "provider name) the libvirt driver reports, as Nova's "
+             "[DEFAULT] host. Unset: the machine's host name."),
+]
+
+
 def _own_opts() -> list[tuple[str, list[cfg.Opt]]]:
     return [("compute", COMPUTE_OPTS), ("libvirt", LIBVIRT_OPTS),
             ("virtdriver", VIRTDRIVER_OPTS)]
@@ -124,7 +150,8 @@ def _own_opts() -> list[tuple[str, list[cfg.Opt]]]:
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:
     """Every option by group, in oslo-config-generator's form
     (``[placement]`` with the ``password`` auth plugin's options)."""
-    return [*_own_opts(), (placement.GROUP, placement.sample_opts())]
+    return [("DEFAULT", DEFAULT_OPTS), *_own_opts(),
+            (placement.GROUP, placement.sample_opts())]
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
@@ -132,58 +159,102 @@ def register_opts(conf: cfg.ConfigOpts) -> None:
     ``[placement]`` options follow ``auth_type`` and are registered when
     a client is made (:func:`virtdriver.conf.placement.placement_client`).
     """
+    conf.register_opts(DEFAULT_OPTS)
+    register_log_opts(conf)
     for group, opts in _own_opts():
         conf.register_opts(opts, group=group)
     placement.register_placement_opts(conf)
 
 
+def register_log_opts(conf: cfg.ConfigOpts) -> None:
+    """Register oslo.log's options (``[DEFAULT] log_file``, ``debug``,
+    ``use_json``, …; :mod:`virtdriver.cli.logs` uses them) without the
+    stderr handler oslo.log puts on a root logger that has none (the
+    command prints warnings itself)."""
+    import logging
+
+    from oslo_log import log as oslo_log
+
+    root = logging.getLogger()
+    before = list(root.handlers)
+    oslo_log.register_options(conf)
+    for handler in list(root.handlers):
+        if handler not in before:
+            root.removeHandler(handler)
+
+
+def dir_files(dirs: Iterable[str | PathLike[str]]) -> list[str]:
+    """The ``*.conf`` files of each of ``dirs``, in name order per
+    directory (what oslo.config reads from a ``--config-dir``)."""
+    return [path for directory in dirs
+            for path in sorted(glob.glob(os.path.join(os.fspath(directory),
+                                                      "*.conf")))]
+
+
 def make_conf(args: Sequence[str] | None = None,
-              config_files: Iterable[str | PathLike[str]] = ()
+              config_files: Iterable[str | PathLike[str]] = (),
+              config_dirs: Iterable[str | PathLike[str]] = ()
               ) -> cfg.ConfigOpts:
-    """A new ``ConfigOpts`` with every option, read from ``config_files``.
+    """A new ``ConfigOpts`` with every option, read from ``config_files``
+    and then the ``*.conf`` files of each of ``config_dirs`` (name order),
+    as oslo.config's ``--config-file`` and ``--config-dir`` read them.
 
     ``args`` are oslo command-line arguments (``--config-file``,
     ``--config-dir``); ``None`` means none, never ``sys.argv``.  No
-    default locations are searched and the environment is not read:
-    what is configured is exactly what is passed.
+    default locations are searched here and the environment is not read:
+    what is configured is exactly what is passed (the command finds the
+    default locations with :mod:`virtdriver.conf.locations`).
 
     Values are converted when read; :func:`virtdriver.conf.trait_config`
     and :func:`virtdriver.conf.pinning_config` report bad ones.
 
     Raises:
         ConfigError: a file is missing, a directory, unreadable, not UTF-8
-            or not INI syntax, or it sets an option virtdriver does not
-            have in a section virtdriver owns (see
-            :mod:`virtdriver.conf.files`); every such problem is listed.
+            or not INI syntax, a config directory is not one, or a file
+            sets an option virtdriver does not have in a section
+            virtdriver owns (see :mod:`virtdriver.conf.files`); every such
+            problem is listed.
     """
     conf = cfg.ConfigOpts()
     register_opts(conf)
     files = [str(path) for path in config_files]
-    problems = [problem for path in files for problem in file_problems(path)]
+    dirs = [str(path) for path in config_dirs]
+    problems = [f"config directory {path} does not exist or is not a "
+                "directory; check the --config-dir path"
+                for path in dirs if not os.path.isdir(path)]
+    files_of_dirs = [] if problems else dir_files(dirs)
+    problems += [problem for path in files + files_of_dirs
+                 for problem in file_problems(path)]
     if problems:
         raise ConfigError(problems)
     try:
         conf(args=list(args or ()), project="virtdriver",
-             default_config_files=files, default_config_dirs=[],
+             default_config_files=files, default_config_dirs=dirs,
              use_env=False, validate_default_values=True)
     except cfg.ConfigFilesNotFoundError as exc:
         raise ConfigError([
             f"cannot read config file {', '.join(exc.config_files)}: it "
             "does not exist or is not readable; check the --config-file "
             "path"]) from None
+    except cfg.ConfigDirNotFoundError as exc:
+        raise ConfigError([f"config directory {exc.config_dir} does not "
+                           "exist; check the --config-dir path"]) from None
     except cfg.ConfigFileParseError as exc:
         raise ConfigError([f"{exc.config_file} is not an INI file: "
                            f"{exc.msg}; fix its syntax"]) from None
     except (OSError, UnicodeDecodeError) as exc:
         # Changed since file_problems() looked, or a locale that is not
         # UTF-8: oslo opens files in the locale's encoding.
-        raise ConfigError([f"cannot read config files {', '.join(files)}: "
-                           f"{exc}; check them"]) from None
+        raise ConfigError([f"cannot read config files "
+                           f"{', '.join(files + files_of_dirs)}: {exc}; "
+                           "check "
+                           "them"]) from None
     known = placement.KnownNames(
         known_options(_own_opts()),
         lambda: known_options([(placement.GROUP,
                                 placement.known_opts())])[placement.GROUP])
-    problems = [problem for path in conf.config_file or ()
+    problems = [problem
+                for path in [*(conf.config_file or ()), *files_of_dirs]
                 for problem in unknown_options(path, known)]
     if problems:  # each names its file
         raise ConfigError(problems)

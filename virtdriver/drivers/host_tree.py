@@ -3,7 +3,8 @@
 Shared by every driver that describes a NUMA host (libvirt, fake).
 
 **Nested** (default): the compute node is the root and carries ``DISK_GB``
-(when known) and the host-level traits; each NUMA cell is a child named
+(when known, with the disk options' reservation and ratio, see
+:mod:`virtdriver.conf.disk`) and the host-level traits; each NUMA cell is a child named
 ``<nodename>_NUMA<id>`` carrying ``VCPU`` (shared CPUs, the CPU allocation
 ratio), ``PCPU`` (dedicated CPUs, ratio 1), ``MEMORY_MB`` (the reservation
 as ``reserved``, the RAM allocation ratio) and one inventory per huge page
@@ -38,6 +39,7 @@ from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.host_traits import (
     NUMA, numa_cell_result)
 from virtdriver.capabilities.traits.model import TraitResult
+from virtdriver.conf.disk import DiskConfig
 from virtdriver.drivers.host_resources import CellResources, HostResources
 from virtdriver.drivers.identity import child_uuid, is_derived_child
 
@@ -102,8 +104,11 @@ def _subset(report: TraitReport, keep, extra: Iterable[TraitResult] = ()
 def publish_host(tree: Any, nodename: str, *, host: HostCapabilities,
                  resources: HostResources, report: TraitReport,
                  node_uuid: str | None = None, disk_gb: int | None = None,
-                 nested: bool = True) -> None:
-    """Bring ``nodename``'s providers in ``tree`` up to date (module doc)."""
+                 disk: DiskConfig | None = None, nested: bool = True
+                 ) -> None:
+    """Bring ``nodename``'s providers in ``tree`` up to date (module doc);
+    ``disk``: the ``DISK_GB`` reservation and ratio (default: none, 1.0).
+    """
     if not tree.exists(nodename):
         tree.new_root(nodename, node_uuid)
     pinning = resources.pinning
@@ -111,7 +116,7 @@ def publish_host(tree: Any, nodename: str, *, host: HostCapabilities,
     ram_ratio = pinning.ram_allocation_ratio
     root_inventory: dict[str, dict[str, Any]] = {}
     if disk_gb:
-        root_inventory[orc.DISK_GB] = _record(disk_gb)
+        root_inventory[orc.DISK_GB] = (disk or DiskConfig()).record(disk_gb)
     wanted_cells: dict[str, CellResources] = {}
     if nested:
         wanted_cells = {cell_provider_name(nodename, c.cell_id): c

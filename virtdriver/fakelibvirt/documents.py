@@ -59,6 +59,12 @@ class HostDocuments:
         domain_capabilities_errors: calls libvirt refused, with its error
             (a recorded host that said ``VIR_ERR_NO_SUPPORT``, or failed
             otherwise, says it again).
+        compute_host: not libvirt's: the node name the recording used
+            (``[DEFAULT] host``, else the machine's name); ``None`` when
+            not recorded (a replay then uses the replaying configuration's).
+        disk_gb: not libvirt's: the size (GiB) of the disk the recording
+            host reports as ``DISK_GB``; ``None`` when not recorded (a
+            replay then reports no ``DISK_GB``).
     """
 
     capabilities: str | None = None
@@ -73,3 +79,5 @@ class HostDocuments:
         default_factory=lambda: MappingProxyType({}))
     domain_capabilities_errors: Mapping[DomainCapsKey, RecordedError] = \
         field(default_factory=lambda: MappingProxyType({}))
+    compute_host: str | None = None
+    disk_gb: int | None = None

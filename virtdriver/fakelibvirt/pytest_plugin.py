@@ -11,9 +11,10 @@ virtdriver gets them:
   serves a :class:`~virtdriver.fakelibvirt.HostDocuments` at
   ``fake:///<name>`` for the test and returns that URI.
 
-The ini option ``fakelibvirt_packages`` (one package a line; default
-``virtdriver``) names the packages whose ``libvirt`` globals are rebound:
-add your driver's.  When :mod:`virtdriver.fakelibvirt.builders` is
+The ini option ``fakelibvirt_packages`` (one package a line) names
+packages whose ``libvirt`` globals are rebound *besides* ``virtdriver``'s,
+which always are (so the real libvirt driver your driver builds on reads
+the fake too): list your driver's.  When :mod:`virtdriver.fakelibvirt.builders` is
 installed it is loaded, so ``fakelibvirt.builders`` is there to build
 documents with.
 """
@@ -33,19 +34,27 @@ from virtdriver.fakelibvirt.documents import HostDocuments
 from virtdriver.fakelibvirt.swap import use_fakelibvirt
 
 BUILDERS = "virtdriver.fakelibvirt.builders"
+#: The package whose ``libvirt`` the fixture always replaces.
+SWAPPED_ALWAYS = "virtdriver"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
-        "fakelibvirt_packages", type="linelist", default=["virtdriver"],
+        "fakelibvirt_packages", type="linelist", default=[],
         help="packages whose module-level `libvirt` the fakelibvirt "
-             "fixture replaces (default: virtdriver)")
+             "fixture replaces, in addition to virtdriver")
+
+
+def swapped_packages(extra: list[str]) -> list[str]:
+    """``virtdriver`` and then ``extra`` (the ini option), each once."""
+    return list(dict.fromkeys([SWAPPED_ALWAYS, *extra]))
 
 
 @pytest.fixture
 def fakelibvirt(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
     """``libvirt`` is fakelibvirt for this test; yields the module."""
-    packages = request.config.getini("fakelibvirt_packages") or ["virtdriver"]
+    packages = swapped_packages(
+        request.config.getini("fakelibvirt_packages"))
     with use_fakelibvirt(packages) as module:
         if importlib.util.find_spec(BUILDERS) is not None:
             importlib.import_module(BUILDERS)

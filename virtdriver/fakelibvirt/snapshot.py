@@ -11,6 +11,7 @@ A snapshot is a directory::
 
     {"format": "virtdriver-snapshot", "version": 1,
      "uri": "qemu:///embed?root=...", "hostname": "...",
+     "host": "compute-1", "disk_gb": 930,
      "lib_version": 9000000, "hypervisor_version": 7002000,
      "cpu_map": [8, [true, ...], 8],
      "capabilities": "capabilities.xml",
@@ -21,6 +22,16 @@ A snapshot is a directory::
                                              "message": "..."}}],
      "node_devices": [{"name": "pci_0000_00_02_0",
                        "file": "nodedev/pci_0000_00_02_0.xml"}]}
+
+``hostname`` is libvirt's ``getHostname()``; ``host`` is the node name the
+recording used (``[DEFAULT] host``, else the machine's name) and
+``disk_gb`` the size of the disk it reports as ``DISK_GB`` (before
+``reserved_host_disk_mb`` and ``disk_allocation_ratio``, which the
+replaying configuration applies).  A replay names the node ``host`` and
+reports ``disk_gb``.  Both are optional (snapshots written before they
+were recorded): without ``host`` the node is named ``hostname``, without
+``disk_gb`` no ``DISK_GB`` is reported (the replaying machine's disk says
+nothing about the recorded host's).
 
 A snapshot may also be written by hand: ``capabilities.xml`` plus any
 ``domcaps*.xml`` files, no manifest.  Each domain capabilities document is
@@ -51,6 +62,10 @@ from virtdriver.fakelibvirt.documents import (
 FORMAT = "virtdriver-snapshot"
 VERSION = 1
 MANIFEST = "manifest.json"
+#: The longest ``host`` a manifest may name (a DNS name's limit).
+MAX_HOST_NAME = 255
+#: The largest ``disk_gb`` (Placement's largest inventory total).
+MAX_DISK_GB = 2**31 - 1
 CAPABILITIES = "capabilities.xml"
 
 #: What to do about a file over the size limit (there is no option for it).
@@ -74,6 +89,7 @@ def write_snapshot(directory: str | pathlib.Path, documents: HostDocuments,
     manifest: dict[str, Any] = {
         "format": FORMAT, "version": VERSION, "uri": uri,
         "hostname": documents.hostname,
+        "host": documents.compute_host, "disk_gb": documents.disk_gb,
         "lib_version": documents.lib_version,
         "hypervisor_version": documents.version,
         "cpu_map": (None if documents.cpu_map is None else
@@ -174,7 +190,34 @@ def _from_manifest(root: pathlib.Path) -> HostDocuments:
         lib_version=_int(manifest, "lib_version", 0, where),
         version=_int(manifest, "hypervisor_version", 0, where),
         hostname=str(manifest.get("hostname") or root.name),
-        node_devices=MappingProxyType(devices))
+        node_devices=MappingProxyType(devices),
+        compute_host=_compute_host(manifest, where),
+        disk_gb=_disk_gb(manifest, where))
+
+
+def _compute_host(manifest: Mapping, where: str) -> str | None:
+    """``host`` (``null``: not known), else, in an older snapshot that has
+    no such key, libvirt's ``hostname``."""
+    name = "host" if "host" in manifest else "hostname"
+    value = manifest.get(name)
+    if value is None or (value == "" and name == "hostname"):
+        return None
+    if not isinstance(value, str) or not value.strip() \
+            or len(value) > MAX_HOST_NAME:
+        raise SnapshotError(f"{where}: {name} must be a host name (text of "
+                            f"1 to {MAX_HOST_NAME} characters)")
+    return value
+
+
+def _disk_gb(manifest: Mapping, where: str) -> int | None:
+    value = manifest.get("disk_gb")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) \
+            or not 0 <= value <= MAX_DISK_GB:
+        raise SnapshotError(f"{where}: disk_gb must be a whole number of "
+                            f"GiB from 0 to {MAX_DISK_GB}")
+    return value
 
 
 def _by_hand(root: pathlib.Path) -> HostDocuments:

@@ -112,13 +112,16 @@ class ProviderOutcome:
 
 def _inventory_change(rc: str, old: Inventory | None,
                       new: Inventory | None) -> str:
+    """``+VCPU=8``, ``-PCPU``, or each changed field old -> new:
+    ``MEMORY_MB (total 4096 -> 8192, reserved 512 -> 1024)``."""
     if old is None:
         return f"+{rc}={new.total}"
     if new is None:
         return f"-{rc}"
-    if old.total != new.total:
-        return f"{rc} {old.total}->{new.total}"
-    return f"{rc} (reserved/units/ratio)"
+    before, after = old.as_dict(), new.as_dict()
+    changed = [f"{field} {before[field]} -> {after[field]}"
+               for field in before if before[field] != after[field]]
+    return f"{rc} ({', '.join(changed) or 'unchanged'})"
 
 
 @dataclass(frozen=True)

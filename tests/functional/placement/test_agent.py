@@ -47,7 +47,7 @@ def cycle_lines(log) -> list[str]:
     if not log.exists():
         return []
     return [line for line in log.read_text().splitlines()
-            if " virtdriver agent: cycle " in line]
+            if " virtdriver.agent [-] cycle " in line]
 
 
 def test_three_cycles_then_sigterm(tmp_path, placement):
@@ -63,7 +63,7 @@ def test_three_cycles_then_sigterm(tmp_path, placement):
     lines = cycle_lines(log)
     assert "cycle 1: synced, 3 providers changed" in lines[0]
     for number, line in enumerate(lines[1:3], start=2):
-        said = line.split(" virtdriver agent: ", 1)[1]
+        said = line.split(" virtdriver.agent [-] ", 1)[1]
         assert said.startswith(f"cycle {number}: no changes, 0 writes; "
                                "1 request (1 read), ")
     # One cycle start per 0.2 s, not back to back.

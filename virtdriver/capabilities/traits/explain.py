@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import os_resource_classes as orc
+
 from virtdriver.capabilities.traits.derive import TraitReport, evidence_json
 from virtdriver.capabilities.traits.model import Evidence, TraitState
 from virtdriver.capabilities.traits.names import invalid_reason, is_standard
@@ -20,6 +22,18 @@ NOT_OURS = "not ours"
 INVALID = "invalid"
 UNANSWERED = "owned, not derived"
 PROVIDER_CONFIG = "provider config"
+
+#: Where an inventory comes from, for a resource class given to explain
+#: in place of a trait.
+INVENTORY_SOURCES = {
+    orc.DISK_GB: (
+        "the libvirt driver's DISK_GB (on the compute node) is the size of "
+        "the filesystem holding the state directory, or the size a "
+        "replayed snapshot recorded; reserved is [compute] "
+        "reserved_host_disk_mb rounded up to GiB, the allocation ratio "
+        "[compute] disk_allocation_ratio (docs/configuration.md, \"Where "
+        "DISK_GB comes from\")"),
+}
 
 #: Every status an explanation can have, in the order a table lists them.
 STATUSES = (*(state.value for state in TraitState), UNANSWERED,
@@ -118,6 +132,11 @@ def explain(trait: str, report: TraitReport,
             return Explanation(trait, INVALID, f"{trait}: {summary}",
                                bad.family, bad.evidence, summary)
     reason = invalid_reason(trait)
+    if reason and trait in orc.STANDARDS:
+        reason = ("a resource class, not a trait: `virtdriver report` shows "
+                  "the inventories"
+                  + (f"; {INVENTORY_SOURCES[trait]}"
+                     if trait in INVENTORY_SOURCES else ""))
     if reason:
         return Explanation(trait, INVALID, f"{trait}: not a valid trait "
                            f"name — {reason}", summary=reason)

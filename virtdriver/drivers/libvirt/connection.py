@@ -177,8 +177,29 @@ def open_connection(uri: str | None = None, *,
                   "qemu:///embed; this is libvirt's built-in fake host")
 
 
+#: The URI scheme fakelibvirt serves (``fake:///<name>``); the real
+#: libvirt has no such driver.
+FAKE_SCHEME = "fake"
+
+
+def _check_not_fake(uri: str) -> None:
+    """Refuse a ``fake:///`` URI when ``libvirt`` here is the real module:
+    the fakelibvirt swap did not reach this code."""
+    if urllib.parse.urlsplit(uri).scheme != FAKE_SCHEME:
+        return
+    if getattr(libvirt, "__name__", "").startswith("virtdriver.fakelibvirt"):
+        return
+    raise LibvirtConnectionError(
+        uri, "a fakelibvirt URI reached the real libvirt (fakelibvirt is "
+        f"not swapped in for {__name__})",
+        "open it inside virtdriver.fakelibvirt.use_fakelibvirt() or the "
+        "pytest fixture `fakelibvirt` (the ini option fakelibvirt_packages "
+        "adds your packages to virtdriver's), or give a real libvirt URI")
+
+
 def _open(uri: str, lock_timeout: float = EMBED_LOCK_TIMEOUT
           ) -> libvirt.virConnect:
+    _check_not_fake(uri)
     root = embed_root(uri)
     if root is not None:
         hold_embed_root(root, timeout=lock_timeout)

@@ -11,6 +11,11 @@ are left as they are.  Online CPUs libvirt does not report (no
 ``getCPUMap`` for the URI, or a snapshot recorded without it) are every
 CPU the host capabilities list, and the facts, the evidence and a warning
 say so.
+
+``DISK_GB`` is the size of the filesystem holding the state directory
+(:func:`host_disk_gb`), or the size a replayed snapshot recorded
+(``disk_gb``), with ``[compute] reserved_host_disk_mb`` and
+``disk_allocation_ratio`` applied (:mod:`virtdriver.conf.disk`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from virtdriver.capabilities import CapabilityXMLError
 from virtdriver.capabilities.cpu_map import CPUModelCatalog
 from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.registry import LIBVIRT_OWNERSHIP
+from virtdriver.conf.disk import DiskConfig, disk_config
 from virtdriver.conf.guest import trait_config
 from virtdriver.conf.pinning import pinning_config
 from virtdriver.conf.reader import ConfigError
@@ -57,6 +63,9 @@ NOT_REPORTED = ("online CPUs not reported by libvirt, so every CPU the host "
 #: The :func:`~virtdriver.drivers.identity.root_uuid` scheme of compute
 #: node roots (unchanged since the first release: uuids stay stable).
 ROOT_UUID_KIND = "compute-node"
+#: ``disk_gb`` meaning: read the state directory's filesystem.
+READ_DISK = "read"
+
 
 class LibvirtDriver(ComputeDriver):
     """A compute driver for the libvirt host it runs on.
@@ -67,6 +76,10 @@ class LibvirtDriver(ComputeDriver):
         session: a ready :class:`LibvirtSession` (tests, tools); built
             from ``conf`` and ``uri`` otherwise.
         nested: NUMA cells as child providers (default) or all on the root.
+        disk_gb: the disk size (GiB) to report as ``DISK_GB``: the
+            default :data:`READ_DISK` reads it (:func:`host_disk_gb`); a
+            number is a recorded size (a replayed snapshot's); ``None``
+            reports no ``DISK_GB`` (not known).
     """
 
     capabilities = LIBVIRT_CAPABILITIES
@@ -76,8 +89,11 @@ class LibvirtDriver(ComputeDriver):
     def __init__(self, *, conf: cfg.ConfigOpts | None = None,
                  uri: str | None = None,
                  session: LibvirtSession | None = None,
-                 nested: bool = True) -> None:
+                 nested: bool = True,
+                 disk_gb: int | str | None = READ_DISK) -> None:
         self._conf = conf
+        self._disk_gb = disk_gb
+        self._disk = DiskConfig()
         self._uri = uri
         self._session = session
         self._nested = nested
@@ -106,6 +122,7 @@ class LibvirtDriver(ComputeDriver):
                 self._conf = make_conf()
             config = trait_config(self._conf)
             pinning_config(self._conf)
+            self._disk = disk_config(self._conf)
         except (ConfigError, ValueError) as exc:
             raise DriverError(f"libvirt driver options: {exc}") from exc
         if self._session is None:
@@ -167,8 +184,10 @@ class LibvirtDriver(ComputeDriver):
         resources, unknown = self._resources(reading)
         publish_host(tree, nodename, host=reading.host, resources=resources,
                      report=self._report(reading, resources, unknown),
-                     node_uuid=node_uuid(nodename), disk_gb=_disk_gb(),
-                     nested=self._nested)
+                     node_uuid=node_uuid(nodename),
+                     disk_gb=(host_disk_gb() if self._disk_gb == READ_DISK
+                              else self._disk_gb),
+                     disk=self._disk, nested=self._nested)
 
     def node_resources(self, nodename: str) -> HostResources:
         """The host's NUMA cells as the tree publishes them (from the
@@ -241,7 +260,9 @@ def node_uuid(nodename: str) -> str:
     return root_uuid(ROOT_UUID_KIND, nodename)
 
 
-def _disk_gb() -> int | None:
+def host_disk_gb() -> int | None:
+    """The size (whole GiB) of the filesystem holding the state directory,
+    or ``None`` when it cannot be read (no ``DISK_GB`` then)."""
     try:
         return shutil.disk_usage(state_dir()).total // 1024 ** 3 or None
     except OSError:

@@ -14,6 +14,7 @@ from typing import Any
 import libvirt
 
 from virtdriver.capabilities.traits.config import TraitConfig
+from virtdriver.drivers.libvirt.driver import host_disk_gb
 from virtdriver.drivers.libvirt.host import read_host
 from virtdriver.fakelibvirt.documents import (
     DomainCapsKey, HostDocuments, RecordedError)
@@ -55,13 +56,16 @@ class RecordingConnection:
 
 def record_host(conn: Any, uri: str,
                 config: TraitConfig | None = None, *,
-                progress: Callable[[int, int], None] | None = None
-                ) -> HostDocuments:
+                progress: Callable[[int, int], None] | None = None,
+                host: str | None = None) -> HostDocuments:
     """Read the host through ``conn`` as the driver does; return it all.
 
     Also records ``getCPUMap``, ``getHostname`` and the node devices
     (``progress(done, total)`` after each, for a host with many); a call
-    libvirt refuses there is left out (replayed as refused too).
+    libvirt refuses there is left out (replayed as refused too).  Beside
+    libvirt's answers: ``host``, the node name the driver would use
+    (``[DEFAULT] host``), and the disk size it would report as
+    ``DISK_GB`` (:func:`~virtdriver.drivers.libvirt.driver.host_disk_gb`).
 
     Raises:
         libvirt.libvirtError: ``getCapabilities`` failed.
@@ -78,7 +82,8 @@ def record_host(conn: Any, uri: str,
         version=reading.hypervisor_version or 0,
         hostname=_answer(conn.getHostname) or "",
         node_devices=MappingProxyType(_answer(
-            lambda: _node_devices(conn, progress)) or {}))
+            lambda: _node_devices(conn, progress)) or {}),
+        compute_host=host, disk_gb=host_disk_gb())
 
 
 def _node_devices(conn: Any, progress: Callable[[int, int], None] | None
