@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import sys
 
 import hypothesis
 import pytest
@@ -92,6 +93,32 @@ def no_default_config_files() -> None:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VIRTDRIVER_CONFIG_DIRS", "")
         yield
+
+
+@pytest.fixture(autouse=True)
+def one_embedded_placement_per_test():
+    """Placement configures its database once per process, and the
+    embedded one refuses a second (``one process serves one database``):
+    after a test that ran it in this process (``sync`` without
+    ``--placement-url``, ``in_process_client``), forget it, as
+    Placement's own functional tests do, so the next test's database is
+    not refused because of where the scheduler put the two."""
+    yield
+    embedded = sys.modules.get("virtdriver.placement.embedded")
+    if embedded is None or embedded._configured is None:
+        return
+    from oslo_db.sqlalchemy import enginefacade
+    from placement import db_api
+    from placement.objects import consumer_type, resource_class, trait
+
+    db_api.configure.reset()
+    db_api.placement_context_manager._root_factory = \
+        enginefacade._TransactionFactory()
+    # Synced once per process, into the first database only.
+    trait._TRAITS_SYNCED = False
+    resource_class._RESOURCE_CLASSES_SYNCED = False
+    consumer_type._CONSUMER_TYPES_SYNCED = False
+    embedded._configured = None
 
 
 @pytest.fixture(scope="session")
