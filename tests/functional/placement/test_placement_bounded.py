@@ -9,6 +9,7 @@ import json
 import sqlite3
 import uuid as uuidlib
 
+import pytest
 from placement_helpers import Host
 
 from virtdriver.drivers.fake import FakeDriver
@@ -95,6 +96,15 @@ def seed_foreign_rows(server, count: int = FOREIGN) -> set[str]:
     return made
 
 
+@pytest.fixture
+def synced(tmp_path, placement):
+    """A host synced once, and its counting client."""
+    client = counting(placement)
+    host = Host(tmp_path / "state")
+    assert host.sync(client).ok
+    return host, client
+
+
 def ours(host: Host) -> set[str]:
     return {p.uuid for p in host.tree.providers()}
 
@@ -137,11 +147,8 @@ def test_every_provider_of_ours_carries_the_mark_and_no_foreign_one(
     assert first.counts.reads == 3   # GET /, the marked list, one in_tree
 
 
-def test_a_provider_unmarked_by_an_operator_is_found_and_marked_again(
-        tmp_path, placement, api):
-    client = counting(placement)
-    host = Host(tmp_path / "state")
-    assert host.sync(client).ok
+def test_a_provider_unmarked_by_an_operator_is_found_and_marked_again(synced, api):
+    host, client = synced
     root = host.root.uuid
     cell = next(p.uuid for p in host.tree.providers() if p.parent_uuid)
     rack = str(uuidlib.uuid4())
@@ -161,11 +168,8 @@ def test_a_provider_unmarked_by_an_operator_is_found_and_marked_again(
     assert again.ok and again.counts.by_method == {"GET": 1}
 
 
-def test_an_operators_aggregates_on_our_providers_survive(
-        tmp_path, placement, api):
-    client = counting(placement)
-    host = Host(tmp_path / "state")
-    assert host.sync(client).ok
+def test_an_operators_aggregates_on_our_providers_survive(synced, api):
+    host, client = synced
     root = host.root.uuid
     rack = str(uuidlib.uuid4())
     api.set_aggregates(root, {rack, host.marker})
@@ -179,11 +183,8 @@ def test_an_operators_aggregates_on_our_providers_survive(
     assert result.counts.by_method == {"GET": 1}
 
 
-def test_a_provider_deleted_by_someone_is_created_again(
-        tmp_path, placement, api):
-    client = counting(placement)
-    host = Host(tmp_path / "state")
-    assert host.sync(client).ok
+def test_a_provider_deleted_by_someone_is_created_again(synced, api):
+    host, client = synced
     cell = next(p for p in host.tree.providers() if p.parent_uuid)
     api.client.delete_provider(cell.uuid)
 
