@@ -129,8 +129,9 @@ class Syncer:
 
     Args:
         client: the Placement client.
-        state_dir: holds ``placement-sync.json`` and the lock file the
-            ledger uses, so a CLI run and an agent sharing it take turns.
+        state_dir: holds ``placement-sync.json``, the marking aggregate
+            (``placement-aggregate``) and the lock file the ledger uses,
+            so a CLI run and an agent sharing it take turns.
         lock_timeout: seconds to wait for the lock (default 30).
         marker: the marking aggregate; default: the state directory's
             own (:func:`~.marker.agent_aggregate`, made on first use).
