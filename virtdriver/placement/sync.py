@@ -241,13 +241,14 @@ class _Run:
         self.foreign.extend(p.uuid for p in desired
                             if self.own[p.uuid] is None)
         roots = list(dict.fromkeys(p.root_uuid for p in managed))
-        self.managed = managed
-        listed = self._list(roots)
+        def relist(roots: list[str]) -> dict[str, Listed]:
+            return self.listing.trees(roots, managed)
+        listed = relist(roots)
         state.microversion = self.client.negotiated or state.microversion
         self.moves = Moves(self.client, dry_run=self.dry_run,
                            notes=self.notes)
         listed, stuck = self.moves.restore_roots(
-            roots, managed, listed, self._outcome, self._list)
+            roots, managed, listed, self._outcome, relist)
         managed = [p for p in managed if p.root_uuid not in stuck]
         # Inventory that allocations use moves first, in one request per
         # tree; a tree that cannot be reshaped is held: left untouched.
@@ -284,13 +285,6 @@ class _Run:
         if uuid not in self.outcomes:
             self.outcomes[uuid] = OutcomeBuilder(uuid, name)
         return self.outcomes[uuid]
-
-    # -- listing ----------------------------------------------------------------
-
-    def _list(self, roots: list[str]) -> dict[str, Listed]:
-        """Placement's providers of ``roots``' trees that matter here,
-        by uuid (:class:`~.listing.Listing`)."""
-        return self.listing.trees(roots, self.managed)
 
     # -- one provider -----------------------------------------------------
 
