@@ -218,3 +218,21 @@ def test_two_agents_sharing_no_state_directory_never_meet(
     assert {uuid: now[uuid]["generation"] for uuid in theirs} == theirs
     for uuid in ours(b):
         assert a.marker not in api.aggregates(uuid)
+
+
+def test_an_upgrade_from_unmarked_providers_marks_them_once(
+        tmp_path, placement, api):
+    client = counting(placement)
+    host = Host(tmp_path / "state")
+    # As a release before marks synced: one in_tree read per root.
+    assert host.sync(client, marker=None).ok
+    assert not any(api.aggregates(uuid) for uuid in ours(host))
+
+    result = host.sync(client)
+
+    assert result.ok, result.describe()
+    for uuid in ours(host):
+        assert api.aggregates(uuid) == {host.marker}
+    # The marked listing, the tree, each provider's aggregates; a PUT each.
+    assert result.counts.by_method == {"GET": 2 + 3, "PUT": 3}
+    assert host.sync(client).counts.by_method == {"GET": 1}
