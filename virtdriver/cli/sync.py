@@ -8,8 +8,8 @@ directory take turns — the second waits, or gives up naming the holder:
 1. load the driver as ``report`` does and update every node with the real
    state directory's ledger (:class:`ResourceTracker`);
 2. sync the tree with a :class:`~virtdriver.placement.sync.Syncer` (the
-   state directory's ``placement-sync.json``, so a second run costs one
-   read per tree) and :class:`TrackerOwnership`, to: ``--placement-url``
+   state directory's ``placement-sync.json`` and marking aggregate, so
+   a second run costs one read) and :class:`TrackerOwnership`, to: ``--placement-url``
    (``noauth2`` admin token), else the Placement ``[placement]`` names
    (keystone auth), else Placement **embedded in this process** on SQLite
    in the state directory (``placement.sqlite``);

@@ -49,7 +49,8 @@ class Deletions:
         return self.outcomes[uuid]
 
     def run(self, listed: dict[str, Listed], ours: set[str],
-            roots: set[str], remove: Iterable[str] = ()) -> None:
+            roots: set[str], remove: Iterable[str] = (), *,
+            complete: set[str] | None = None) -> None:
         """Delete providers gone from the tree that the caller vouches
         for, children first.
 
@@ -58,6 +59,10 @@ class Deletions:
             ours: every uuid in the tree (not candidates).
             roots: the managed trees' roots.
             remove: more candidates (uuids the caller knows are gone).
+            complete: the trees ``listed`` holds whole (``in_tree``
+                reads); ``None``: all of ``roots``.  A recorded provider
+                absent from a whole tree is gone; absent elsewhere (only
+                our marked providers were listed) it is a candidate.
         """
         trees = {item.root_uuid for uuid, item in listed.items()
                  if uuid in ours} | roots
@@ -69,10 +74,11 @@ class Deletions:
             candidates.append(uuid)
             in_our_trees.add(uuid)
             names[uuid], parent_of[uuid] = item.name, item.parent_uuid
+        whole = trees if complete is None else complete
         for uuid, known in list(self.state.providers.items()):
             if uuid in ours or uuid in names:
                 continue
-            if known.root_uuid in trees:
+            if known.root_uuid in whole:
                 # Its tree was listed without it: already gone.
                 del self.state.providers[uuid]
                 continue

@@ -16,7 +16,8 @@ writers.
   tree has are asserted, owned traits it lacks are removed.
 * **Aggregates**: the tree's are added; one leaves only if this process
   set it and the tree no longer has it, so aggregates others set (Nova's
-  host aggregates) survive.
+  host aggregates) survive.  ``keep`` (the agent's marking aggregate,
+  :mod:`~.listing`) is wanted on every provider like the tree's own.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ class ProviderPlan:
 
 def plan_provider(desired: ProviderData, current: Known,
                   ownership: Ownership, *, baseline: Known | None = None,
-                  wrote_aggregates: Iterable[str] = ()) -> ProviderPlan:
+                  wrote_aggregates: Iterable[str] = (),
+                  keep: frozenset[str] = _EMPTY) -> ProviderPlan:
     """The writes that make ``current`` (Placement) match ``desired``.
 
     Args:
@@ -85,6 +87,7 @@ def plan_provider(desired: ProviderData, current: Known,
             different from ``current`` (someone else wrote since): the
             base for the drift report.
         wrote_aggregates: aggregates this process set on the provider.
+        keep: aggregates wanted besides the tree's (the marking one).
     """
     inventory, inventory_changes = None, {}
     if not same_inventory(current.inventory, desired.inventory):
@@ -103,8 +106,9 @@ def plan_provider(desired: ProviderData, current: Known,
         removed_by, added_by = drift(
             (t for t in baseline.traits if owns(t)), current.traits,
             new_traits, owns)
-    removable = frozenset(wrote_aggregates) - desired.aggregates
-    new_aggregates = (current.aggregates - removable) | desired.aggregates
+    wanted = desired.aggregates | keep
+    removable = frozenset(wrote_aggregates) - wanted
+    new_aggregates = (current.aggregates - removable) | wanted
     return ProviderPlan(
         inventory=inventory,
         traits=new_traits if new_traits != current.traits else None,

@@ -3,10 +3,12 @@
 :func:`sync` takes a tree (or a snapshot of one), a client, the caller's
 ownership callable and the sync state, and, in this order:
 
-1. **lists** the trees it manages — one ``GET
-   /resource_providers?in_tree=<root>`` per root (one unfiltered ``GET
-   /resource_providers`` when there are more than ``list_all_above``
-   roots) — which gives every provider's generation; inventory that
+1. **lists** its own providers — one ``GET
+   /resource_providers?member_of=<the agent's marking aggregate>``, and
+   ``in_tree`` reads only of trees where a provider went missing
+   (:mod:`~.listing`; one ``in_tree`` read per root without a marking
+   aggregate), never the whole cloud — which gives every provider's
+   generation; inventory that
    allocations use and that must move goes first, in one ``POST
    /reshaper`` per tree (:mod:`~.reshape`);
 2. **deletes** providers gone from the tree, children first, each only if
@@ -18,7 +20,7 @@ ownership callable and the sync state, and, in this order:
    recorded, and read (inventories, traits, aggregates) otherwise; then
    only the parts that differ are replaced (:mod:`~.plan`), at the
    generation last seen, ``CUSTOM_`` traits and resource classes created
-   first.
+   first; the marking aggregate is added where it is missing.
 
 A generation conflict (409) re-reads only that provider, recomputes and
 retries, ``attempts`` times in all with jittered exponential backoff; then
@@ -44,6 +46,8 @@ from typing import Any
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.placement.client import PlacementClient
 from virtdriver.placement.deletions import Deletions
+from virtdriver.placement.listing import Listing
+from virtdriver.placement.marker import agent_aggregate
 from virtdriver.placement.errors import (
     DuplicateProvider, GenerationConflict, InventoryInUse, PlacementError,
     PlacementRequestError, PlacementTLSError, PlacementUnavailable,
@@ -68,15 +72,13 @@ DEFAULT_ATTEMPTS = 5
 #: Mean delay before the first retry, in seconds; doubled each time.
 DEFAULT_BACKOFF = 0.05
 _MAX_DELAY = 2.0
-#: Above this many roots one unfiltered listing replaces one per root.
-LIST_ALL_ABOVE = 8
 _PARTS = ("inventories", "traits", "aggregates")
 
 
 def sync(tree: TreeReader, client: PlacementClient, *, owned_for: OwnedFor,
          state: SyncState, remove: Iterable[str] = (), dry_run: bool = False,
          attempts: int = DEFAULT_ATTEMPTS, backoff: float = DEFAULT_BACKOFF,
-         list_all_above: int = LIST_ALL_ABOVE,
+         marker: str | None = None,
          sleep: Callable[[float], None] = time.sleep,
          placement_of: PlacementOf | None = None,
          progress: Callable[[int, int], None] | None = None) -> SyncResult:
@@ -99,7 +101,9 @@ def sync(tree: TreeReader, client: PlacementClient, *, owned_for: OwnedFor,
         attempts: per provider, attempts before a generation conflict is
             reported as an error.
         backoff: mean delay before the first retry (doubled, jittered).
-        list_all_above: list all providers at once above this many roots.
+        marker: the agent's marking aggregate (:mod:`~.marker`): put on
+            every provider synced, and the one listing; ``None``: one
+            ``in_tree`` listing per root, no mark.
         sleep: how to wait between retries (tests pass a recorder).
         placement_of: where each consumer's allocations belong when
             inventory must move (:class:`~.reshape.ClaimsPlacement`);
@@ -113,7 +117,7 @@ def sync(tree: TreeReader, client: PlacementClient, *, owned_for: OwnedFor,
     """
     run = _Run(tree.snapshot(), client, owned_for, state, remove=remove,
                dry_run=dry_run, attempts=max(1, attempts), backoff=backoff,
-               list_all_above=list_all_above, sleep=sleep,
+               marker=marker, sleep=sleep,
                placement_of=placement_of, progress=progress)
     return run.execute()
 
@@ -125,19 +129,23 @@ class Syncer:
 
     Args:
         client: the Placement client.
-        state_dir: holds ``placement-sync.json`` and the lock file the
-            ledger uses, so a CLI run and an agent sharing it take turns.
+        state_dir: holds ``placement-sync.json``, the marking aggregate
+            (``placement-aggregate``) and the lock file the ledger uses,
+            so a CLI run and an agent sharing it take turns.
         lock_timeout: seconds to wait for the lock (default 30).
+        marker: the marking aggregate; default: the state directory's
+            own (:func:`~.marker.agent_aggregate`, made on first use).
         options: defaults for :func:`sync`'s keyword arguments.
     """
 
     def __init__(self, client: PlacementClient, state_dir: pathlib.Path | str,
-                 *, lock_timeout: float | None = None, **options: Any
-                 ) -> None:
+                 *, lock_timeout: float | None = None,
+                 marker: str | None = None, **options: Any) -> None:
         self.client = client
         kwargs = {} if lock_timeout is None else {
             "lock_timeout": lock_timeout}
         self.state_file = SyncStateFile(state_dir, **kwargs)
+        self.marker = marker
         self.options = options
 
     def sync(self, tree: TreeReader, *, owned_for: OwnedFor,
@@ -150,8 +158,11 @@ class Syncer:
                 holder); nothing was sent.
         """
         with self.state_file.locked() as state:
+            if self.marker is None:
+                self.marker = agent_aggregate(self.state_file.state_dir)
+            options = {"marker": self.marker, **self.options, **options}
             return sync(tree, self.client, owned_for=owned_for, state=state,
-                        **{**self.options, **options})
+                        **options)
 
 
 def sync_state_dir(tree: TreeReader, client: PlacementClient, *,
@@ -175,7 +186,7 @@ class _Run:
     def __init__(self, snapshot: TreeReader, client: PlacementClient,
                  owned_for: OwnedFor, state: SyncState, *,
                  remove: Iterable[str], dry_run: bool, attempts: int,
-                 backoff: float, list_all_above: int,
+                 backoff: float, marker: str | None,
                  sleep: Callable[[float], None],
                  placement_of: PlacementOf | None = None,
                  progress: Callable[[int, int], None] | None = None) -> None:
@@ -188,7 +199,8 @@ class _Run:
         self.dry_run = dry_run
         self.attempts = attempts
         self.backoff = backoff
-        self.list_all_above = list_all_above
+        self.listing = Listing(client, state, marker, dry_run=dry_run)
+        self.keep = frozenset() if marker is None else frozenset({marker})
         self.sleep = sleep
         self.outcomes: dict[str, OutcomeBuilder] = {}
         self.conflicts = 0
@@ -229,12 +241,14 @@ class _Run:
         self.foreign.extend(p.uuid for p in desired
                             if self.own[p.uuid] is None)
         roots = list(dict.fromkeys(p.root_uuid for p in managed))
-        listed = self._list(roots)
+        def relist(roots: list[str]) -> dict[str, Listed]:
+            return self.listing.trees(roots, managed)
+        listed = relist(roots)
         state.microversion = self.client.negotiated or state.microversion
         self.moves = Moves(self.client, dry_run=self.dry_run,
                            notes=self.notes)
         listed, stuck = self.moves.restore_roots(
-            roots, managed, listed, self._outcome, self._list)
+            roots, managed, listed, self._outcome, relist)
         managed = [p for p in managed if p.root_uuid not in stuck]
         # Inventory that allocations use moves first, in one request per
         # tree; a tree that cannot be reshaped is held: left untouched.
@@ -250,7 +264,7 @@ class _Run:
                          dry_run=self.dry_run)
         try:
             gone.run(listed, {p.uuid for p in desired} | reshaped.held,
-                     set(roots), self.remove)
+                     set(roots), self.remove, complete=self.listing.complete)
         finally:
             self.outcomes.update(gone.outcomes)
             self.foreign.extend(gone.foreign)
@@ -271,19 +285,6 @@ class _Run:
         if uuid not in self.outcomes:
             self.outcomes[uuid] = OutcomeBuilder(uuid, name)
         return self.outcomes[uuid]
-
-    # -- listing ----------------------------------------------------------------
-
-    def _list(self, roots: list[str]) -> dict[str, Listed]:
-        """Placement's providers in ``roots``' trees, by uuid."""
-        if not roots:
-            return {}
-        if len(roots) > self.list_all_above:
-            bodies = self.client.list_providers()
-        else:
-            bodies = [body for root in roots
-                      for body in self.client.list_providers(in_tree=root)]
-        return {item.uuid: item for item in map(Listed.from_body, bodies)}
 
     # -- one provider -----------------------------------------------------
 
@@ -401,7 +402,7 @@ class _Run:
             plan = plan_provider(
                 desired, current, ownership, baseline=baseline,
                 wrote_aggregates=self.state.wrote_aggregates.get(
-                    desired.uuid, ()))
+                    desired.uuid, ()), keep=self.keep)
             if not fresh and not plan.empty:
                 current, fresh = self._verify(current, plan), True
                 continue

@@ -8,6 +8,7 @@ import uuid as uuidlib
 
 from virtdriver.drivers.fake import FakeDriver
 from virtdriver.placement.embedded import PlacementServer
+from virtdriver.placement.marker import agent_aggregate
 from virtdriver.placement.ownership import TrackerOwnership
 from virtdriver.placement.result import SyncResult
 from virtdriver.placement.sync import Syncer
@@ -171,11 +172,18 @@ class Host:
     def root(self):
         return self.tree.roots[0]
 
+    @property
+    def marker(self) -> str:
+        """This host's marking aggregate (its state directory's)."""
+        return agent_aggregate(self.state_dir)
 
-def expected_writes(tree, known_custom=frozenset()) -> int:
+
+def expected_writes(tree, known_custom=frozenset(), *, marked=True) -> int:
     """The writes a first sync of ``tree`` into an empty Placement needs:
     a create per provider, an inventory, traits and aggregates PUT for
-    each that has some, one PUT per CUSTOM_ resource class and trait."""
+    each that has some (every one when ``marked``: the agent's marking
+    aggregate, as a ``Syncer`` syncs), one PUT per CUSTOM_ resource class
+    and trait."""
     providers = tree.providers()
     customs = {rc for p in providers for rc in p.inventory
                if rc.startswith("CUSTOM_")}
@@ -183,7 +191,7 @@ def expected_writes(tree, known_custom=frozenset()) -> int:
                 if t.startswith("CUSTOM_")}
     return (len(providers) + sum(bool(p.inventory) for p in providers)
             + sum(bool(p.traits) for p in providers)
-            + sum(bool(p.aggregates) for p in providers)
+            + sum(bool(p.aggregates) or marked for p in providers)
             + len(customs - known_custom))
 
 

@@ -52,8 +52,9 @@ def test_a_concurrent_writer_forces_a_409_and_the_sync_converges(
     # The other writer's trait survived our retry.
     assert "CUSTOM_RACER_0" in api.traits(root)
     assert api.traits(root) == host.root.traits | {"CUSTOM_RACER_0"}
-    # Only that provider was re-read: its three parts, once.
-    assert client.counts.by_method["GET"] == 2 + 3
+    # GET /, the marked listing, the new root's tree; then only that
+    # provider was re-read: its three parts, once.
+    assert client.counts.by_method["GET"] == 3 + 3
 
 
 def test_a_provider_that_keeps_conflicting_fails_alone(host, placement,

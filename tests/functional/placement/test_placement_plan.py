@@ -88,6 +88,19 @@ def test_only_aggregates_this_process_set_are_taken_away():
                          OWNED).empty
 
 
+def test_the_marking_aggregate_is_put_back_and_never_taken_away():
+    mark = "a0000000-0000-4000-8000-00000000000c"
+    # An operator replaced the aggregates: theirs stay, ours comes back.
+    plan = plan_provider(desired(), current(aggregates=[NOVA_AGG]), OWNED,
+                         keep=frozenset({mark}))
+    assert plan.aggregates == {NOVA_AGG, mark}
+    assert plan.aggregates_added == {mark}
+    # Set by this process, yet kept: the tree never lists it.
+    assert plan_provider(desired(), current(aggregates=[mark]), OWNED,
+                         wrote_aggregates=[mark],
+                         keep=frozenset({mark})).empty
+
+
 def test_inventory_from_placement_and_comparison():
     records = inventory_from_placement({"VCPU": {
         "total": 8, "reserved": 0, "min_unit": 1, "max_unit": 8,
