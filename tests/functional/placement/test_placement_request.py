@@ -1,0 +1,68 @@
+"""The granular request against a real Placement holding our NUMA tree."""
+
+from __future__ import annotations
+
+import os_resource_classes as orc
+import pytest
+from placement_helpers import Host
+
+from virtdriver.claims.model import Flavor
+from virtdriver.claims.placement_request import placement_request
+from virtdriver.conf.options import make_conf
+from virtdriver.drivers.fake import FakeDriver
+from virtdriver.placement.candidates import allocation_candidates
+
+
+def numa_host(tmp_path, preset="numa2-ht", dedicated="0-31") -> Host:
+    conf = make_conf([])
+    conf.set_override("cpu_dedicated_set", dedicated, group="compute")
+    return Host(tmp_path / "state", FakeDriver(preset, conf=conf))
+
+
+@pytest.fixture
+def synced(tmp_path, client):
+    host = numa_host(tmp_path)
+    host.sync(client)
+    return host
+
+
+def cells(host):
+    root = host.root.name
+    return {host.uuid(f"{root}_NUMA{i}"): i for i in (0, 1)}
+
+
+def test_two_guest_nodes_land_on_two_cells_each_whole(synced, client):
+    request = placement_request(
+        Flavor(8, 4096, {"hw:numa_nodes": "2", "hw:cpu_policy": "dedicated",
+                         "hw:mem_page_size": "2048"}), {})
+    body = allocation_candidates(client, request)
+    by_cell = cells(synced)
+    assert body["allocation_requests"]
+    for candidate in body["allocation_requests"]:
+        one, two = (candidate["mappings"][s][0] for s in ("1", "2"))
+        assert {one, two} == set(by_cell)     # isolate: a cell each
+        for uuid in by_cell:
+            resources = candidate["allocations"][uuid]["resources"]
+            assert resources == {orc.PCPU: 4, orc.MEMORY_MB: 2048,
+                                 "CUSTOM_MEM_PAGE_SIZE_2048": 1024}
+
+
+def test_a_node_bigger_than_any_cell_gets_no_candidate(synced, client):
+    # 16 dedicated CPUs a cell: one guest node of 20 PCPUs fits no cell,
+    # although the host has 32 (an unnumbered request would split them).
+    request = placement_request(
+        Flavor(20, 1024, {"hw:cpu_policy": "dedicated"}), {})
+    assert allocation_candidates(client, request)["allocation_requests"] \
+        == []
+
+
+def test_image_traits_go_to_the_root_and_are_honoured(synced, client):
+    flavor = Flavor(2, 1024, {"hw:cpu_policy": "dedicated"})
+    wanted = placement_request(flavor, {"trait:CUSTOM_NOT_HERE": "required"})
+    refused = placement_request(flavor, {"trait:COMPUTE_NODE": "forbidden"})
+    plain = placement_request(flavor, {"trait:COMPUTE_NODE": "required"})
+    assert "root_required=CUSTOM_NOT_HERE" in wanted.query_string()
+    client.ensure_trait("CUSTOM_NOT_HERE")
+    assert allocation_candidates(client, wanted)["allocation_requests"] == []
+    assert allocation_candidates(client, refused)["allocation_requests"] == []
+    assert allocation_candidates(client, plain)["allocation_requests"]
