@@ -71,6 +71,9 @@ def run(args: argparse.Namespace, opener: Opener | None) -> int:
     if args.command == "image-traits":  # no host, no config
         from virtdriver.cli.image import run_image_traits
         return run_image_traits(args)
+    if args.command == "placement-request":  # no host, no config
+        from virtdriver.cli.placement_request import run_placement_request
+        return run_placement_request(args)
     from virtdriver.cli.checks import check_options
     from virtdriver.cli.command_conf import command_conf
     from virtdriver.cli.state import configured_state_dir

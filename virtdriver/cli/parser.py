@@ -302,6 +302,32 @@ def _add_image(commands) -> None:
     _add_cpu_map(check_cmd)
 
 
+def _add_placement_request(commands) -> None:
+    cmd = commands.add_parser(
+        "placement-request",
+        help="the granular Placement request for a flavor and an image",
+        description="The GET /allocation_candidates query for FLAVOR.json "
+                    "and IMAGE.json on this tree's shape: a numbered group "
+                    "per guest NUMA node, group_policy=isolate, traits on "
+                    "the cells or the root, DISK_GB unnumbered, and what "
+                    "the tree cannot express (docs/claims.md).  With "
+                    "--placement-url, Placement's candidates.  Exit 0, 2 "
+                    "unusable input, 3 Placement unreachable.")
+    _add_debug(cmd)
+    cmd.add_argument("--flavor", required=True, metavar="FLAVOR.json",
+                     help="{\"vcpus\", \"memory_mb\", \"extra_specs\", "
+                          "\"root_gb\", \"ephemeral_gb\", \"swap\"}")
+    cmd.add_argument("--image", required=True, metavar="IMAGE.json",
+                     help="{\"disk_format\": \"qcow2\", \"properties\": "
+                          "{...}} (disk_format optional)")
+    cmd.add_argument("--placement-url", metavar="URL",
+                     help="send the request to this Placement (noauth2) "
+                          "and print its candidates")
+    cmd.add_argument("--limit", type=int, metavar="N",
+                     help="ask for at most N candidates")
+    _add_text_or_json(cmd)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``virtdriver`` command."""
     parser = argparse.ArgumentParser(
@@ -366,6 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sync(commands)
     _add_claims(commands)
     _add_image(commands)
+    _add_placement_request(commands)
     agent_cmd = commands.add_parser(
         "agent", help="sync every --interval seconds, as a compute service",
         description="Update and sync (as `virtdriver sync`) every "

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import os_resource_classes as orc
 import pytest
 from placement_helpers import Host
 
+from virtdriver import cli
 from virtdriver.claims.model import Flavor
 from virtdriver.claims.placement_request import placement_request
 from virtdriver.conf.options import make_conf
@@ -66,3 +69,41 @@ def test_image_traits_go_to_the_root_and_are_honoured(synced, client):
     assert allocation_candidates(client, wanted)["allocation_requests"] == []
     assert allocation_candidates(client, refused)["allocation_requests"] == []
     assert allocation_candidates(client, plain)["allocation_requests"]
+
+
+def write(path, document):
+    path.write_text(json.dumps(document))
+    return str(path)
+
+
+def test_the_command_prints_the_query_then_placement_candidates(
+        synced, placement, tmp_path, capsys):
+    flavor = write(tmp_path / "flavor.json", {
+        "vcpus": 4, "memory_mb": 2048,
+        "extra_specs": {"hw:numa_nodes": "2", "hw:cpu_policy": "dedicated"}})
+    image = write(tmp_path / "image.json", {"properties": {}})
+    assert cli.main(["placement-request", "--flavor", flavor,
+                     "--image", image]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("resources1=MEMORY_MB:1024,PCPU:2&required1="
+                           "HW_NUMA_ROOT&resources2=")
+    assert cli.main(["placement-request", "--flavor", flavor, "--image",
+                     image, "--placement-url", placement.url,
+                     "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["microversion"] == "1.35"
+    # Two cells, two guest nodes, isolate: node 0 on either cell.
+    assert len(shown["candidates"]) == 2
+    assert {tuple(sorted(c["groups"].values())) for c in shown["candidates"]
+            } == {tuple(sorted(cells(synced)))}
+
+
+def test_the_command_refuses_bad_input_with_exit_2(tmp_path, capsys):
+    flavor = write(tmp_path / "flavor.json", {
+        "vcpus": 4, "memory_mb": 2048, "extra_specs": {"hw:numa_nodes": "2"}})
+    image = write(tmp_path / "image.json",
+                  {"properties": {"hw_numa_nodes": "2"}})
+    assert cli.main(["placement-request", "--flavor", flavor,
+                     "--image", image]) == 2
+    err = capsys.readouterr().err
+    assert "ImageNUMATopologyForbidden" in err and "Traceback" not in err
