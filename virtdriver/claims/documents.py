@@ -115,6 +115,23 @@ def flavor_from_document(document: Any, source: str) -> Flavor:
     return _flavor(document, source)
 
 
+def allocations_from_document(document: Any, source: str
+                              ) -> dict[str, dict[str, int]]:
+    """ALLOCATIONS.json as Placement gives it (``GET /allocations/{uuid}``:
+    ``{"allocations": {"<rp>": {"resources": {...}}}, ...}``; its other
+    fields are ignored) → ``{rp: {resource class: amount}}``.
+
+    Raises:
+        InvalidDocument: naming ``source`` and the field at fault.
+    """
+    if not isinstance(document, Mapping) or "allocations" not in document:
+        raise InvalidDocument(
+            f"{source}: give Placement's allocations document "
+            "{\"allocations\": {\"<provider uuid>\": {\"resources\": "
+            "{...}}}} (GET /allocations/{consumer})")
+    return _allocations(document["allocations"], f"{source}: allocations")
+
+
 def _allocations(value: Any, where: str) -> dict[str, dict[str, int]]:
     if not isinstance(value, Mapping):
         raise InvalidDocument(f"{where} must be an object of provider uuid "

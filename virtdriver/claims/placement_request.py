@@ -205,21 +205,24 @@ def placement_request(flavor: Flavor, image_properties: Mapping[str, Any],
             (unnumbered,), None,
             frozenset(required - cpu_required),
             frozenset(forbidden - cpu_forbidden), numa=None,
-            unexpressed=(_FLOATING,), limit=limit)
+            unexpressed=unexpressed(None), limit=limit)
     groups = [RequestGroup("", root)]
     for cell in numa.cells:
         groups.append(RequestGroup(
-            str(cell.id + 1), _node_resources(numa, cell),
+            str(cell.id + 1), node_resources(numa, cell),
             frozenset({os_traits.HW_NUMA_ROOT, *cpu_required}),
             frozenset(cpu_forbidden), cell.id))
     return PlacementRequest(
         tuple(groups), "isolate" if len(numa.cells) > 1 else None,
         frozenset(required - cpu_required),
         frozenset(forbidden - cpu_forbidden), numa=numa,
-        unexpressed=_unexpressed(numa), limit=limit)
+        unexpressed=unexpressed(numa), limit=limit)
 
 
-def _node_resources(numa: NUMARequest, cell: CellRequest) -> dict[str, int]:
+def node_resources(numa: NUMARequest, cell: CellRequest) -> dict[str, int]:
+    """What guest node ``cell`` asks of its host cell (its group's
+    resources): shared vCPUs as VCPU, dedicated ones as PCPU (plus the
+    isolated emulator CPU on node 0), MEMORY_MB, and its pages."""
     extra = 1 if numa.emulator_threads_isolated and cell.id == 0 else 0
     resources = {orc.VCPU: len(cell.shared_cpus),
                  orc.PCPU: len(cell.dedicated_cpus) + extra,
@@ -237,7 +240,11 @@ _FLOATING = Unexpressed(
     "flavor larger than any one cell gets no candidate though it fits")
 
 
-def _unexpressed(numa: NUMARequest) -> tuple[Unexpressed, ...]:
+def unexpressed(numa: NUMARequest | None) -> tuple[Unexpressed, ...]:
+    """What a request for ``numa`` leaves to the claim (``None``: the
+    floating instance's case)."""
+    if numa is None:
+        return (_FLOATING,)
     found = []
     if numa.cpu_thread_policy == THREAD_ISOLATE:
         found.append(Unexpressed(

@@ -226,6 +226,15 @@ def _add_claims(commands) -> None:
     claim.add_argument("--node", metavar="NAME",
                        help="the node to claim on (default: the driver's "
                             "only node)")
+    scheduled = claim.add_mutually_exclusive_group()
+    scheduled.add_argument(
+        "--allocations", metavar="ALLOCATIONS.json",
+        help="the scheduler's allocation (GET /allocations/{instance} "
+             "output): pin within exactly the cells it names, or refuse")
+    scheduled.add_argument(
+        "--placement-url", metavar="URL",
+        help="read the scheduler's allocation of the instance's uuid from "
+             "this Placement (noauth2), as --allocations")
     _add_driver_selection(claim)
     release = commands.add_parser(
         "release", help="release an instance's claim",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid as uuidlib
 
 import os_resource_classes as orc
 import pytest
@@ -107,3 +108,39 @@ def test_the_command_refuses_bad_input_with_exit_2(tmp_path, capsys):
                      "--image", image]) == 2
     err = capsys.readouterr().err
     assert "ImageNUMATopologyForbidden" in err and "Traceback" not in err
+
+
+def schedule(client, request, consumer) -> dict:
+    """What a scheduler does: the first candidate becomes the allocation."""
+    chosen = allocation_candidates(client, request)["allocation_requests"][0]
+    client.request("PUT", f"/allocations/{consumer}", body={
+        "allocations": chosen["allocations"],
+        "project_id": str(uuidlib.uuid4()), "user_id": str(uuidlib.uuid4()),
+        "consumer_generation": None, "consumer_type": "INSTANCE"})
+    return chosen["allocations"]
+
+
+def test_claim_reads_the_allocation_and_corrects_it_to_what_it_takes(
+        synced, placement, client, tmp_path, monkeypatch, capsys):
+    """Thread policy isolate: Placement was told 2 PCPUs, the claim holds
+    both threads of 2 cores; afterwards Placement holds 4 for it."""
+    monkeypatch.setenv("VIRTDRIVER_STATE_DIR", str(tmp_path / "cli-state"))
+    conf = tmp_path / "virtdriver.conf"
+    conf.write_text("[compute]\ncpu_dedicated_set = 0-31\n")
+    host = ["--driver", "fake", "--host-spec", "numa2-ht",
+            "--config-file", str(conf), "--format", "json"]
+    specs = {"hw:cpu_policy": "dedicated", "hw:cpu_thread_policy": "isolate"}
+    vm = {"uuid": str(uuidlib.uuid4()),
+          "flavor": {"vcpus": 2, "memory_mb": 1024, "extra_specs": specs,
+                     "root_gb": 0}}
+    given = schedule(client, placement_request(
+        Flavor(2, 1024, specs), {}), vm["uuid"])
+    (cell_uuid,) = given
+    assert given[cell_uuid]["resources"][orc.PCPU] == 2
+    path = write(tmp_path / "vm.json", vm)
+    assert cli.main(["claim", "--instance", path, "--placement-url",
+                     placement.url, *host]) == 0
+    claimed = json.loads(capsys.readouterr().out)["claim"]
+    held = client.request("GET", f"/allocations/{vm['uuid']}")["allocations"]
+    assert held[cell_uuid]["resources"] == {orc.PCPU: 4, orc.MEMORY_MB: 1024}
+    assert cells(synced)[cell_uuid] == claimed["cells"][0]["host_cell"]
