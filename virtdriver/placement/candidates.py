@@ -16,7 +16,7 @@ from virtdriver.claims.placement_request import PlacementRequest
 from virtdriver.placement.client import (
     PlacementClient, parse_version, version_text)
 from virtdriver.placement.errors import (
-    MicroversionUnsupported, PlacementRequestError)
+    MicroversionUnsupported, PlacementRequestError, UnknownName)
 
 PATH = "/allocation_candidates"
 
@@ -26,6 +26,10 @@ def allocation_candidates(client: PlacementClient,
     """Placement's candidates for ``request``: ``{"allocation_requests":
     [{"allocations": {rp: {"resources": {rc: n}}}, "mappings": {suffix:
     [rp]}}], "provider_summaries": {...}}``.
+
+    A request for a ``CUSTOM_`` class Placement does not know (a page
+    size no host offers) has no candidate: Placement's 400 for it is that
+    empty answer.
 
     Raises:
         MicroversionUnsupported: Placement is older than the request needs.
@@ -39,7 +43,15 @@ def allocation_candidates(client: PlacementClient,
             f"{client.microversion}; this request needs "
             f"{version_text(needed)} (root_required); upgrade Placement",
             method="GET", path=PATH)
-    body = client.request("GET", PATH, params=dict(request.params()))
+    try:
+        body = client.request("GET", PATH, params=dict(request.params()))
+    except UnknownName:
+        # A CUSTOM_ class (a page size) no provider has ever offered is
+        # unknown to Placement: no provider can hold it, so no candidate.
+        if not any(rc.startswith("CUSTOM_") for g in request.groups
+                   for rc in g.resources):
+            raise
+        return {"allocation_requests": [], "provider_summaries": {}}
     requests = body.get("allocation_requests") if isinstance(body, dict) \
         else None
     if not isinstance(requests, list) or not all(
