@@ -218,8 +218,10 @@ def _add_claims(commands) -> None:
         "claim", help="claim NUMA resources for an instance",
         description="Fit INSTANCE.json's flavor and image onto a node's "
                     "NUMA cells and record the claim in the state "
-                    "directory.  Exit 0 claimed, 1 refused (the reason "
-                    "names the cell and what it lacked), 2 unusable input.")
+                    "directory; with the scheduler's allocation, within "
+                    "exactly the cells it names.  Exit 0 claimed, 1 "
+                    "refused (the reason names the cell and what it "
+                    "lacked), 2 unusable input, 3 Placement unreachable.")
     claim.add_argument("--instance", required=True, metavar="INSTANCE.json",
                        help="the instance: uuid, flavor, image, allocations "
                             "(docs/claims.md)")
