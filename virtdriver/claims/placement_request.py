@@ -28,7 +28,7 @@ unexpressed`, one :class:`Unexpressed` per case: the claim checks those.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -132,6 +132,8 @@ class PlacementRequest:
             instance floats).
         unexpressed: what the request leaves to the claim.
         microversion: the Placement microversion to send it with.
+        limit: at most this many candidates (``None``: Placement's
+            default, all of them).
     """
 
     groups: tuple[RequestGroup, ...]
@@ -142,7 +144,7 @@ class PlacementRequest:
     numa: NUMARequest | None = None
     unexpressed: tuple[Unexpressed, ...] = ()
     microversion: str = MICROVERSION
-    limit: int | None = field(default=None)
+    limit: int | None = None
 
     def params(self) -> list[tuple[str, str]]:
         """The query parameters, in a stable order."""
