@@ -471,3 +471,21 @@ def test_the_documented_invalid_request_is_the_codes():
         numa_constraints(Flavor(4, 4096, {"hw:numa_nodes": "3",
                                           "hw:cpu_policy": "pinned"}), {})
     assert in_doc(str(caught.value)), str(caught.value)
+
+
+@pytest.mark.parametrize("new_image", [
+    {"hw_numa_nodes": "2"},
+    {"hw_numa_cpus.0": "0-1", "hw_numa_cpus.1": "2-3",
+     "hw_numa_mem.0": "2048", "hw_numa_mem.1": "2048"},
+], ids=["node count", "per-node lists"])
+def test_rebuild_onto_an_image_repeating_the_flavor_numa_is_refused(
+        providers, new_image):
+    """Nova's ImageNUMATopologyForbidden: equal values are still refused."""
+    vm = instance(specs={"hw:numa_nodes": "2", "hw:numa_cpus.0": "0-1",
+                         "hw:numa_cpus.1": "2-3", "hw:numa_mem.0": "2048",
+                         "hw:numa_mem.1": "2048"})
+    conflicts = rebuild_conflicts(vm, new_image, providers)
+    assert set(kinds(conflicts)) == {"invalid"}
+    # One conflict per family the image repeats (node count; cpus, mem).
+    assert len(conflicts) == (1 if "hw_numa_nodes" in new_image else 2)
+    assert all("even to the same value" in c.message for c in conflicts)

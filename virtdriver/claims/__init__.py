@@ -9,6 +9,8 @@ its lock.  See ``docs/claims.md``.
 * :mod:`.consumption` — what the instance takes from Placement.
 * :mod:`.rebuild` — the no-op rebuild claim's checks.
 * :mod:`.fit` — fitting a request onto a host's NUMA cells.
+* :mod:`.placement_request` — the granular ``GET /allocation_candidates``
+  request a scheduler sends for an instance on this tree's shape.
 """
 
 from virtdriver.claims.model import (

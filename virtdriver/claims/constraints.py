@@ -16,7 +16,10 @@ rules, with examples, are in ``docs/claims.md``.  In short:
 * An image may set what the flavor leaves unset; it may override the
   flavor only where Nova lets it (a CPU policy the flavor leaves open, a
   page size under flavor ``large``/``any``, a thread policy under flavor
-  ``prefer``-or-unset); an image value equal to the flavor's is accepted.
+  ``prefer``-or-unset); an image value equal to the flavor's is accepted,
+  except for the node count and the per-node lists, which the image may
+  not set at all when the flavor does (Nova's
+  ``ImageNUMATopologyForbidden``).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from virtdriver.claims.model import (
     EMULATOR_POLICIES, PAGE_ANY, PAGE_LARGE, THREAD_ISOLATE, THREAD_POLICIES,
     THREAD_PREFER, THREAD_REQUIRE, Flavor, InvalidRequest,
     NUMARequest)
-from virtdriver.claims.topology import guest_cells
+from virtdriver.claims.topology import FORBIDDEN_RULE, guest_cells
 
 
 class Setting(NamedTuple):
@@ -339,12 +342,14 @@ def _node_count(inputs: Inputs) -> Any:
     what = "the number of guest NUMA nodes (1 or more)"
     flavor = inputs.count(fkey, inputs.specs.get(fkey), what)
     image = inputs.count(ikey, inputs.props.get(ikey), what)
-    if flavor is not None and image is not None and flavor != image \
+    if flavor is not None and image is not None \
             and INVALID not in (flavor, image):
+        # Nova's ImageNUMATopologyForbidden: even an equal value is refused.
         inputs.refuse(
-            f"image {show(ikey, inputs.props[ikey])} may not override flavor "
-            f"{show(fkey, inputs.specs[fkey])}; remove hw_numa_nodes from "
-            "the image", {fkey: inputs.specs[fkey], ikey: inputs.props[ikey]})
+            f"image {show(ikey, inputs.props[ikey])} may not be set when "
+            f"flavor {show(fkey, inputs.specs[fkey])} sets the node count, "
+            f"{FORBIDDEN_RULE}; remove hw_numa_nodes from the image",
+            {fkey: inputs.specs[fkey], ikey: inputs.props[ikey]})
     return flavor if flavor is not None else image
 
 

@@ -23,7 +23,9 @@ from virtdriver.providers.inventory import (
     MAX_INT, invalid_resource_class_reason)
 
 _INSTANCE_KEYS = {"uuid", "flavor", "image", "allocations"}
-_FLAVOR_KEYS = {"vcpus", "memory_mb", "extra_specs", "name"}
+_FLAVOR_KEYS = {"vcpus", "memory_mb", "extra_specs", "name", "root_gb",
+                "ephemeral_gb", "swap"}
+_DISK_KEYS = ("root_gb", "ephemeral_gb", "swap")
 
 
 class InvalidDocument(ClaimError):
@@ -91,10 +93,45 @@ def _flavor(value: Any, where: str) -> Flavor:
             for k, v in specs.items()):
         raise InvalidDocument(f"{where}.extra_specs must be an object of "
                               "string -> string (quote numbers: \"2\")")
+    for key in _DISK_KEYS:
+        amount = data.get(key, 0)
+        if isinstance(amount, bool) or not isinstance(amount, int) \
+                or not 0 <= amount <= 2**31 - 1:
+            raise InvalidDocument(f"{where}.{key}: {amount!r} is not a "
+                                  "whole number from 0 to 2147483647")
+        sizes[key] = amount
     name = data.get("name", "")
     if not isinstance(name, str):
         raise InvalidDocument(f"{where}.name must be a string")
-    return Flavor(sizes["vcpus"], sizes["memory_mb"], dict(specs), name)
+    return Flavor(sizes["vcpus"], sizes["memory_mb"], dict(specs), name,
+                  **{key: sizes[key] for key in _DISK_KEYS})
+
+
+def flavor_from_document(document: Any, source: str) -> Flavor:
+    """The :class:`Flavor` of a FLAVOR.json document (``{"vcpus",
+    "memory_mb", "extra_specs", "root_gb", "ephemeral_gb", "swap"}``).
+
+    Raises:
+        InvalidDocument: naming ``source`` and the field at fault.
+    """
+    return _flavor(document, source)
+
+
+def allocations_from_document(document: Any, source: str
+                              ) -> dict[str, dict[str, int]]:
+    """ALLOCATIONS.json as Placement gives it (``GET /allocations/{uuid}``:
+    ``{"allocations": {"<rp>": {"resources": {...}}}, ...}``; its other
+    fields are ignored) → ``{rp: {resource class: amount}}``.
+
+    Raises:
+        InvalidDocument: naming ``source`` and the field at fault.
+    """
+    if not isinstance(document, Mapping) or "allocations" not in document:
+        raise InvalidDocument(
+            f"{source}: give Placement's allocations document "
+            "{\"allocations\": {\"<provider uuid>\": {\"resources\": "
+            "{...}}}} (GET /allocations/{consumer})")
+    return _allocations(document["allocations"], f"{source}: allocations")
 
 
 def _allocations(value: Any, where: str) -> dict[str, dict[str, int]]:

@@ -38,7 +38,7 @@ semantics are Nova's (``numa_fit_instance_to_host``):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
 
 from virtdriver.claims.model import (
@@ -73,10 +73,16 @@ class DoesNotFit(ClaimError):
 
 def fit(request: NUMARequest | None, flavor: Flavor, host: HostResources,
         usage: HostUsage, *, cpu_allocation_ratio: float,
-        instance_uuid: str) -> InstanceFit:
+        instance_uuid: str,
+        allowed: Mapping[int, frozenset[int]] | None = None) -> InstanceFit:
     """Where ``instance_uuid`` (``request`` from ``flavor``) goes on
     ``host`` given ``usage`` (module rules).  Changes nothing: add the
     result with :func:`~virtdriver.claims.usage.claim`.
+
+    ``allowed`` (guest node → host cell ids) keeps each guest node within
+    the cells the scheduler's allocation gave it
+    (:func:`~virtdriver.claims.allocation.allocated_cells`); ``None``: any
+    cell.
 
     Raises:
         DoesNotFit: no placement fits; the reasons name every cell tried.
@@ -101,7 +107,7 @@ def fit(request: NUMARequest | None, flavor: Flavor, host: HostResources,
                            floating_memory_mb=flavor.memory_mb)
     _check_request(request, flavor)
     return _fit_numa(request, host, usage, cpu_allocation_ratio,
-                     instance_uuid)
+                     instance_uuid, allowed)
 
 
 def _n(count: int, noun: str) -> str:
@@ -156,12 +162,17 @@ def _host_reasons(host: HostResources, usage: HostUsage, ratio: float,
 
 
 def _fit_numa(request: NUMARequest, host: HostResources, usage: HostUsage,
-              ratio: float, uuid: str) -> InstanceFit:
+              ratio: float, uuid: str,
+              allowed: Mapping[int, frozenset[int]] | None = None
+              ) -> InstanceFit:
     guests = request.cells
     if len(guests) > len(host.cells):
         raise DoesNotFit(uuid, [f"host: needs {_n(len(guests), 'NUMA cell')}, it "
                                 f"has {len(host.cells)}"])
     order = _cell_order(host, usage, request)
+    if allowed is not None:
+        named = frozenset().union(*allowed.values())
+        order = [cell for cell in order if cell.cell_id in named]
     cores = {cell.cell_id: cell_cores(cell) for cell in order}
     tried: dict[tuple[int, int], CellFit | tuple[str, ...]] = {
         (g, cell.cell_id): _fit_cell(
@@ -170,7 +181,8 @@ def _fit_numa(request: NUMARequest, host: HostResources, usage: HostUsage,
             emulator=g == 0 and request.emulator_threads_isolated)
         for g, guest in enumerate(guests) for cell in order}
     ok = {g: [c.cell_id for c in order
-              if isinstance(tried[g, c.cell_id], CellFit)]
+              if isinstance(tried[g, c.cell_id], CellFit)
+              and (allowed is None or c.cell_id in allowed.get(g, ()))]
           for g in range(len(guests))}
     reasons = _host_reasons(host, usage, ratio, len(request.shared_cpus), 0)
     chosen = _assign(len(guests), ok)
@@ -185,8 +197,9 @@ def _fit_numa(request: NUMARequest, host: HostResources, usage: HostUsage,
             reasons = _host_reasons(host, usage, ratio, 0, small)
         if not reasons:
             return result
-    for cell in sorted(host.cells, key=lambda c: c.cell_id):
-        lacks = {g: tried[g, cell.cell_id] for g in range(len(guests))}
+    for cell in sorted(order, key=lambda c: c.cell_id):
+        lacks = {g: tried[g, cell.cell_id] for g in range(len(guests))
+                 if allowed is None or cell.cell_id in allowed.get(g, ())}
         if any(not isinstance(v, CellFit) for v in lacks.values()):
             reasons.append(_cell_reason(cell.cell_id, lacks))
     if chosen is None and (violator := _hall_violator(len(guests), ok)):

@@ -68,17 +68,28 @@ def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
 class Flavor:
     """A flavor: size plus the operator's extra specs (strings to strings).
 
-    ``extra_specs`` is copied into a read-only mapping.
+    ``extra_specs`` is copied into a read-only mapping.  ``root_gb``,
+    ``ephemeral_gb`` and ``swap`` (MiB) size its local disk, as Nova's
+    flavor fields do.
     """
 
     vcpus: int
     memory_mb: int
     extra_specs: Mapping[str, str] = field(default_factory=dict)
     name: str = ""
+    root_gb: int = 0
+    ephemeral_gb: int = 0
+    swap: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra_specs",
                            _frozen_mapping(self.extra_specs))
+
+    @property
+    def disk_gb(self) -> int:
+        """``DISK_GB`` the flavor asks for: root + ephemeral + swap rounded
+        up to whole GiB (as Nova's scheduler asks)."""
+        return self.root_gb + self.ephemeral_gb + -(-self.swap // 1024)
 
 
 @dataclass(frozen=True)

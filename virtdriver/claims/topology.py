@@ -18,6 +18,11 @@ from virtdriver.claims.model import CellRequest
 
 _CPUS, _MEM = "numa_cpus", "numa_mem"
 
+#: Nova's rule for the node count and the per-node lists, as the messages
+#: state it.
+FORBIDDEN_RULE = ("even to the same value (Nova's ImageNUMATopologyForbidden:"
+                  " an image may not override NUMA settings the flavor makes)")
+
 
 def guest_cells(inputs: Inputs, implied: bool, nodes: Any, vcpus: Any,
                 memory: Any, dedicated: Any, page_size: Any
@@ -71,14 +76,14 @@ def _one_source(inputs: Inputs, family: str
     ({key: value}, {node: value})."""
     flavor, image = inputs.node_values(family)
     fkey, ikey = flavor_key(family), image_key(family)
-    if flavor and image and flavor != image:
+    if flavor and image:
         keys = {**{f"{fkey}.{n}": v for n, v in flavor.items()},
                 **{f"{ikey}.{n}": v for n, v in image.items()}}
         inputs.refuse(
             f"image {ikey}.N ({', '.join(f'{ikey}.{n}' for n in image)}) may "
-            f"not override flavor {fkey}.N "
-            f"({', '.join(f'{fkey}.{n}' for n in flavor)}); remove them from "
-            "the image", keys)
+            f"not be set when flavor {fkey}.N "
+            f"({', '.join(f'{fkey}.{n}' for n in flavor)}) sets them, "
+            f"{FORBIDDEN_RULE}; remove them from the image", keys)
     values, key_of = (flavor, fkey) if flavor else (image, ikey)
     return {f"{key_of}.{n}": v for n, v in values.items()}, values
 

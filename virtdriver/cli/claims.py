@@ -13,7 +13,8 @@ import sys
 import uuid as uuidlib
 from typing import TextIO
 
-from virtdriver.claims.documents import instance_from_document
+from virtdriver.claims.documents import (
+    allocations_from_document, instance_from_document)
 from virtdriver.claims.model import Instance
 from virtdriver.claims.rebuild import (
     providers_from_tree_json, rebuild_conflicts)
@@ -46,7 +47,11 @@ def run_claims_command(args: argparse.Namespace, conf,
     if args.command == "claim":
         instance = _instance(args.instance)
         nodename = chosen_node(driver, args)
-        found = tracker.instance_claim(instance, nodename)
+        scheduled = _scheduled(args, instance)
+        found = tracker.instance_claim(instance, nodename,
+                                       allocations=scheduled)
+        if args.placement_url:
+            _write_back(args, tracker, nodename, instance, scheduled, found)
         out.write(render_fit(nodename, found, args.format))
         return 0
     if args.command == "release":
@@ -86,6 +91,47 @@ def _rebuild_check(args: argparse.Namespace, driver: ComputeDriver, conf,
     out.write(render_rebuild(instance.uuid, conflicts, args.format,
                                     answer))
     return EXIT_REFUSED if conflicts else 0
+
+
+def _scheduled(args: argparse.Namespace, instance: Instance
+               ) -> dict[str, dict[str, int]] | None:
+    """The scheduler's allocation for ``claim``, if one was given."""
+    if getattr(args, "allocations", None):
+        return allocations_from_document(load_data_file(
+            args.allocations, "allocations", CommandError), args.allocations)
+    if getattr(args, "placement_url", None):
+        from virtdriver.placement.client import PlacementClient
+        from virtdriver.placement.rebuild_source import placement_allocations
+        client = PlacementClient.from_url(placement_url(args.placement_url))
+        found = placement_allocations(client, instance.uuid)
+        if not found:
+            raise CommandError(
+                f"Placement at {args.placement_url} holds no allocation for "
+                f"instance {instance.uuid}; schedule it first, or claim "
+                "without --placement-url")
+        return found
+    return None
+
+
+def _write_back(args: argparse.Namespace, tracker: ResourceTracker,
+                nodename: str, instance: Instance, scheduled, found) -> None:
+    """Correct the instance's allocation in Placement to what the claim
+    consumes; if Placement refuses, release the claim (nothing changed)."""
+    from virtdriver.placement.candidates import correct_allocation
+    from virtdriver.placement.client import PlacementClient
+    from virtdriver.resource_tracker.instance_claims import (
+        allocation_correction)
+    corrected = allocation_correction(tracker.driver, tracker.tree, nodename,
+                                      scheduled, found)
+    if corrected is None:
+        return
+    try:
+        correct_allocation(
+            PlacementClient.from_url(placement_url(args.placement_url)),
+            instance.uuid, corrected)
+    except Exception:
+        tracker.release(instance.uuid)
+        raise
 
 
 def _instance(path: str) -> Instance:

@@ -61,7 +61,8 @@ def run(args: argparse.Namespace, opener: Opener | None) -> int:
     """Run the parsed command; errors propagate to :func:`main`."""
     from virtdriver.cli.logs import command_logging
 
-    if args.command in ("drivers", "config", "completion", "image-traits"):
+    if args.command in ("drivers", "config", "completion", "image-traits",
+                        "placement-request"):
         with command_logging(args):  # no host, no config
             return run_without_conf(args)
     from virtdriver.cli.checks import check_options
@@ -80,13 +81,17 @@ def run(args: argparse.Namespace, opener: Opener | None) -> int:
 
 
 def run_without_conf(args: argparse.Namespace) -> int:
-    """``drivers``, ``config``, ``completion`` or ``image-traits``."""
+    """``drivers``, ``config``, ``completion``, ``image-traits`` or
+    ``placement-request``."""
     if args.command == "drivers":
         from virtdriver.cli.drivers import run_drivers
         return run_drivers(args.format)
     if args.command == "image-traits":
         from virtdriver.cli.image import run_image_traits
         return run_image_traits(args)
+    if args.command == "placement-request":
+        from virtdriver.cli.placement_request import run_placement_request
+        return run_placement_request(args)
     from virtdriver.cli.completion import run_completion
     from virtdriver.cli.config import run_config
     return (run_config(args) if args.command == "config"

@@ -263,14 +263,25 @@ def _add_claims(commands) -> None:
         "claim", help="claim NUMA resources for an instance",
         description="Fit INSTANCE.json's flavor and image onto a node's "
                     "NUMA cells and record the claim in the state "
-                    "directory.  Exit 0 claimed, 1 refused (the reason "
-                    "names the cell and what it lacked), 2 unusable input.")
+                    "directory; with the scheduler's allocation, within "
+                    "exactly the cells it names.  Exit 0 claimed, 1 "
+                    "refused (the reason names the cell and what it "
+                    "lacked), 2 unusable input, 3 Placement unreachable.")
     claim.add_argument("--instance", required=True, metavar="INSTANCE.json",
                        help="the instance: uuid, flavor, image, allocations "
                             "(docs/claims.md)")
     claim.add_argument("--node", metavar="NAME",
                        help="the node to claim on (default: the driver's "
                             "only node)")
+    scheduled = claim.add_mutually_exclusive_group()
+    scheduled.add_argument(
+        "--allocations", metavar="ALLOCATIONS.json",
+        help="the scheduler's allocation (GET /allocations/{instance} "
+             "output): pin within exactly the cells it names, or refuse")
+    scheduled.add_argument(
+        "--placement-url", metavar="URL",
+        help="read the scheduler's allocation of the instance's uuid from "
+             "this Placement (noauth2), as --allocations")
     _add_driver_selection(claim)
     release = commands.add_parser(
         "release", help="release an instance's claim",
@@ -385,6 +396,32 @@ def _add_placement(commands) -> None:
     serve_cmd.set_defaults(uri=None)
 
 
+def _add_placement_request(commands) -> None:
+    cmd = commands.add_parser(
+        "placement-request",
+        help="the granular Placement request for a flavor and an image",
+        description="The GET /allocation_candidates query for FLAVOR.json "
+                    "and IMAGE.json on this tree's shape: a numbered group "
+                    "per guest NUMA node, group_policy=isolate, traits on "
+                    "the cells or the root, DISK_GB unnumbered, and what "
+                    "the tree cannot express (docs/claims.md).  With "
+                    "--placement-url, Placement's candidates.  Exit 0, 2 "
+                    "unusable input, 3 Placement unreachable.")
+    _add_debug(cmd)
+    cmd.add_argument("--flavor", required=True, metavar="FLAVOR.json",
+                     help="{\"vcpus\", \"memory_mb\", \"extra_specs\", "
+                          "\"root_gb\", \"ephemeral_gb\", \"swap\"}")
+    cmd.add_argument("--image", required=True, metavar="IMAGE.json",
+                     help="{\"disk_format\": \"qcow2\", \"properties\": "
+                          "{...}} (disk_format optional)")
+    cmd.add_argument("--placement-url", metavar="URL",
+                     help="send the request to this Placement (noauth2) "
+                          "and print its candidates")
+    cmd.add_argument("--limit", type=int, metavar="N",
+                     help="ask for at most N candidates")
+    _add_text_or_json(cmd)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``virtdriver`` command."""
     parser = argparse.ArgumentParser(
@@ -449,6 +486,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sync(commands)
     _add_claims(commands)
     _add_image(commands)
+    _add_placement_request(commands)
     agent_cmd = commands.add_parser(
         "agent", help="sync every --interval seconds, as a compute service",
         description="Update and sync (as `virtdriver sync`) every "

@@ -13,8 +13,11 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from virtdriver.claims.allocation import (
+    allocated_cells, corrected_allocations, refusal)
 from virtdriver.claims.constraints import numa_constraints
-from virtdriver.claims.fit import fit
+from virtdriver.claims.fit import DoesNotFit, fit
+from virtdriver.claims.placement_request import unexpressed
 from virtdriver.claims.model import ClaimError, Instance
 from virtdriver.claims.rebuild import ProviderInfo, check_rebuild
 from virtdriver.claims.usage import (
@@ -48,12 +51,20 @@ def host_of(driver: ComputeDriver, nodename: str) -> HostResources:
 
 
 def claim_instance(driver: ComputeDriver, claims: ClaimsFile,
-                   instance: Instance, nodename: str) -> InstanceFit:
+                   instance: Instance, nodename: str, *,
+                   allocations: Mapping[str, Mapping[str, int]] | None = None,
+                   tree: TreeReader | None = None) -> InstanceFit:
     """Fit ``instance`` on ``nodename`` and record the claim.
+
+    With ``allocations`` (the scheduler's, ``{provider uuid: {resource
+    class: amount}}``) each guest node is pinned within the cell the
+    allocation gave it (cell providers looked up in ``tree``), or the
+    claim is refused and nothing changes.
 
     Raises:
         InvalidRequest: the flavor and image make no valid request.
         DoesNotFit: no cell arrangement fits (every cell's reason).
+        AllocationRefused: it does not fit within the allocation's cells.
         ClaimConflict: the instance already holds a claim on some node.
         NotClaimable, NodeNotFoundError, ClaimsFileError.
     """
@@ -67,11 +78,51 @@ def claim_instance(driver: ComputeDriver, claims: ClaimsFile,
             "check one with `virtdriver rebuild-check`")
     usage = claims.usage(nodename, host)
     request = numa_constraints(instance.flavor, instance.image_properties)
-    found = fit(request, instance.flavor, host, usage,
-                cpu_allocation_ratio=host.pinning.cpu_allocation_ratio,
-                instance_uuid=instance.uuid)
+    allowed = None
+    if allocations is not None:
+        if tree is None or not tree.exists(nodename):
+            raise ClaimError(f"node {nodename!r} is not in the provider "
+                             "tree; update the tracker before claiming "
+                             "with an allocation")
+        allowed = allocated_cells(request, allocations,
+                                  _cell_providers(tree, nodename, host),
+                                  tree.data(nodename).uuid, instance.uuid)
+    try:
+        found = fit(request, instance.flavor, host, usage,
+                    cpu_allocation_ratio=host.pinning.cpu_allocation_ratio,
+                    instance_uuid=instance.uuid, allowed=allowed)
+    except DoesNotFit as exc:
+        if allocations is None:
+            raise
+        raise refusal(instance.uuid, allowed, exc.reasons,
+                      unexpressed(request)) from None
     updated = claim(usage, found, host)
     claims.save({**_all(driver, claims), nodename: updated})
+    return found
+
+
+def allocation_correction(driver: ComputeDriver, tree: TreeReader,
+                          nodename: str,
+                          allocations: Mapping[str, Mapping[str, int]],
+                          found: InstanceFit
+                          ) -> dict[str, dict[str, int]] | None:
+    """The scheduler's ``allocations`` as the claim ``found`` really
+    consumes them (isolated siblings and the emulator CPU counted on their
+    cells), or ``None`` when they already agree: what the compute service
+    writes back to Placement through the consumer's generation."""
+    host = host_of(driver, nodename)
+    return corrected_allocations(allocations, found,
+                                 _cell_providers(tree, nodename, host))
+
+
+def _cell_providers(tree: TreeReader, nodename: str, host: HostResources
+                    ) -> dict[str, int]:
+    """This node's cell provider uuids → cell ids (those in the tree)."""
+    found = {}
+    for cell in host.cells:
+        name = cell_provider_name(nodename, cell.cell_id)
+        if tree.exists(name):
+            found[tree.data(name).uuid] = cell.cell_id
     return found
 
 

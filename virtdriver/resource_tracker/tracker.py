@@ -277,9 +277,15 @@ class ResourceTracker:
 
     # -- instance claims ------------------------------------------------------
 
-    def instance_claim(self, instance: Instance, nodename: str
-                       ) -> InstanceFit:
+    def instance_claim(self, instance: Instance, nodename: str, *,
+                       allocations: Mapping[str, Mapping[str, int]]
+                       | None = None) -> InstanceFit:
         """Fit ``instance`` onto ``nodename``'s NUMA cells and record it.
+
+        With ``allocations`` (the scheduler's, ``{provider uuid: {resource
+        class: amount}}``) it is pinned within exactly the cells they name,
+        or refused (:class:`~virtdriver.claims.allocation.
+        AllocationRefused`) changing nothing.
 
         Serialised with every other claim, release and update on the state
         directory (threads and processes alike), so claims never
@@ -293,7 +299,8 @@ class ResourceTracker:
         """
         with self._state_lock(), self.tree.lock:
             return claim_instance(self.driver, self._claims_file, instance,
-                                  nodename)
+                                  nodename, allocations=allocations,
+                                  tree=self.tree)
 
     def release(self, instance_uuid: str) -> str:
         """Free exactly what ``instance_uuid`` claimed; return its node.

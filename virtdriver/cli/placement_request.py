@@ -1,0 +1,49 @@
+"""``virtdriver placement-request``: the granular ``GET
+/allocation_candidates`` request for a flavor and an image on this tree's
+shape (``docs/claims.md``), and with ``--placement-url`` Placement's
+candidates for it.  No host is read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TextIO
+
+from virtdriver.claims.documents import flavor_from_document
+from virtdriver.claims.image_traits import InvalidImage
+from virtdriver.claims.model import InvalidRequest
+from virtdriver.claims.placement_request import placement_request
+from virtdriver.cli.checks import placement_url
+from virtdriver.cli.errors import CommandError
+from virtdriver.cli.image import image_document
+from virtdriver.drivers.data_files import load_data_file
+from virtdriver.render.placement_request import render_placement_request
+
+COMMANDS = ("placement-request",)
+
+
+def run_placement_request(args: argparse.Namespace,
+                          out: TextIO | None = None) -> int:
+    """Print the request (and the candidates); 0, 2 bad input, 3
+    Placement unreachable."""
+    out = out or sys.stdout
+    flavor = flavor_from_document(
+        load_data_file(args.flavor, "flavor", CommandError), args.flavor)
+    image = image_document(
+        load_data_file(args.image, "image", CommandError), args.image)
+    try:
+        request = placement_request(flavor, image.properties,
+                                    image.disk_format, limit=args.limit)
+    except (InvalidRequest, InvalidImage) as exc:
+        raise CommandError(f"{args.flavor} with {args.image}: {exc}") \
+            from None
+    body = None
+    if args.placement_url:
+        # Imported here: the Placement client pulls in keystoneauth1.
+        from virtdriver.placement.candidates import allocation_candidates
+        from virtdriver.placement.client import PlacementClient
+        client = PlacementClient.from_url(placement_url(args.placement_url))
+        body = allocation_candidates(client, request)
+    out.write(render_placement_request(request, body, args.format))
+    return 0

@@ -1,0 +1,58 @@
+"""Render ``placement-request``: the query string, or JSON, and the
+candidates Placement returned for it.
+
+No I/O: the command gathers the request and the answer and prints what
+this module returns.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from virtdriver.claims.placement_request import PlacementRequest
+
+
+def candidate_rows(request: PlacementRequest, body: dict[str, Any]
+                   ) -> list[dict[str, Any]]:
+    """Each candidate as ``{"groups": {guest node|"root": provider},
+    "allocations": {provider: {rc: n}}}``."""
+    rows = []
+    for candidate in body.get("allocation_requests", []):
+        mappings = candidate.get("mappings") or {}
+        groups = {}
+        for group in request.groups:
+            if group.suffix and mappings.get(group.suffix):
+                groups[str(group.guest_node)] = mappings[group.suffix][0]
+        rows.append({"groups": groups, "allocations": {
+            rp: dict(entry.get("resources", {}))
+            for rp, entry in sorted(candidate["allocations"].items())}})
+    return rows
+
+
+def render_placement_request(request: PlacementRequest,
+                             body: dict[str, Any] | None, fmt: str) -> str:
+    """Text: the query string, the unexpressed cases (``# ...``) and,
+    with an answer, one line per candidate; JSON: the request document
+    plus ``"candidates"`` when Placement was asked."""
+    if fmt == "json":
+        document = request.to_json()
+        if body is not None:
+            document["candidates"] = candidate_rows(request, body)
+        return json.dumps(document, indent=2, sort_keys=True) + "\n"
+    lines = [request.query_string()]
+    lines += [f"# not expressed: {u.case}: {u.message}"
+              for u in request.unexpressed]
+    lines.append(f"# microversion {request.microversion}")
+    if body is not None:
+        rows = candidate_rows(request, body)
+        lines.append(f"{len(rows)} candidate(s)")
+        for number, row in enumerate(rows, 1):
+            nodes = ", ".join(f"guest node {n} -> {rp}"
+                              for n, rp in row["groups"].items())
+            taken = "; ".join(
+                f"{rp}: " + ",".join(f"{rc}:{n}" for rc, n in
+                                     sorted(res.items()))
+                for rp, res in row["allocations"].items())
+            lines.append(f"{number}. {nodes or 'floating'} ({taken})")
+    return "\n".join(lines) + "\n"
