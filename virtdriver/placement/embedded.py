@@ -183,7 +183,12 @@ def in_process_client(db: str | os.PathLike[str], **client_options: Any):
     session.mount(IN_PROCESS_URL, WSGITransport(build_app(db)))
     return PlacementClient.from_url(
         IN_PROCESS_URL, requests_session=session,
-        endpoint_id=f"in-process:{database_url(db)}", **client_options)
+        endpoint_id=in_process_endpoint(db), **client_options)
+
+
+def in_process_endpoint(db: str | os.PathLike[str]) -> str:
+    """How the sync state names the in-process Placement on ``db``."""
+    return f"in-process:{database_url(db)}"
 
 
 # -- the loopback service ---------------------------------------------------
