@@ -12,7 +12,8 @@ Syncer → HTTP):
 * **4 agents on PostgreSQL** — 4 agent processes of 250 ironic nodes and
   an outside trait writer (``tests/real/placement_agents.py``, the run
   ``tests/real/test_placement_postgres.py`` checks), on a throw-away
-  PostgreSQL cluster, with 1 and with 2 threaded Placement workers.
+  PostgreSQL cluster, Placement under gunicorn with 1 and with 2 worker
+  processes (each request timed in its worker: Placement's own time).
 
 For the first two it reports the initial sync, the steady state (median
 of ``--repeat`` cycles) and the first sync after a restart (a new tracker,
@@ -52,6 +53,7 @@ from virtdriver.fakelibvirt.swap import use_fakelibvirt  # noqa: E402
 from virtdriver.placement.embedded import PlacementServer  # noqa: E402
 from virtdriver.placement.ownership import TrackerOwnership  # noqa: E402
 from virtdriver.placement.sync import Syncer  # noqa: E402
+from virtdriver.placement.workers import timings  # noqa: E402
 from virtdriver.resource_tracker.tracker import ResourceTracker  # noqa: E402
 
 IRONIC_SIZES = (100, 300, 1_000)
@@ -132,18 +134,16 @@ def agents_run(work: pathlib.Path, workers: int, cluster) -> dict:
 
     work.mkdir()
     url = cluster.create_database(f"bench_agents_{workers}")
-    servers = [PlacementServer(url, threads=True,
-                               log=work / f"worker-{n}.log")
-               for n in range(workers)]
+    server = PlacementServer(url, workers=workers,
+                             log=work / "placement.log")
     try:
-        for server in servers:   # in turn: each syncs the schema
-            server.run()
-        outcome = Run([s.url for s in servers], work, agents=AGENTS,
+        server.run(timeout=120)
+        outcome = Run([server.url], work, agents=AGENTS,
                       nodes=AGENT_NODES, cycles=CYCLES, final=FINAL,
                       edits=EDITS, timeout=300).run()
     finally:
-        for server in servers:
-            server.stop()
+        server.stop()
+    served = timings(server.log.read_text(errors="replace").splitlines())
     firsts = [report["cycles"][0] for report in outcome.agents]
     requests = outcome.requests()
     return {
@@ -158,6 +158,13 @@ def agents_run(work: pathlib.Path, workers: int, cluster) -> dict:
         "writer_conflicts": outcome.writer["conflicts"],
         "writer_trait_races": outcome.writer["trait_races"],
         "server_errors": outcome.server_errors,
+        "placement": {
+            "requests": len(served),
+            "worker_pids": len({row["pid"] for row in served}),
+            "conflicts_409": sum(row["status"] == 409 for row in served),
+            "cpu_seconds": sum(row["cpu"] for row in served),
+            "median_ms": 1000 * statistics.median(
+                row["wall"] for row in served) if served else None},
         "last_cycles": [r["cycles"][-1]["requests"] for r in outcome.agents],
         # Each agent's one read lists every agent's providers (more roots
         # than list_all_above: one unfiltered listing).
@@ -253,6 +260,11 @@ def print_table(report: dict) -> None:
               f"conflicts ({row['writer_trait_races']} trait races); 5xx "
               f"{row['server_errors']}; last cycles {row['last_cycles']}, "
               f"{_ms(row['steady_sync_seconds'])} (median)")
+        own = row["placement"]
+        print(f"  Placement (gunicorn, {own['worker_pids']} worker pids): "
+              f"{own['requests']:,} requests, {own['cpu_seconds']:.1f} s "
+              f"CPU, median {own['median_ms']:.1f} ms, "
+              f"{own['conflicts_409']} answered 409")
     for note in report["notes"]:
         print(note)
 

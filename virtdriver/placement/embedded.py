@@ -13,8 +13,9 @@ what ``placement-manage db sync`` does):
 * :class:`PlacementServer` — the application as an HTTP service on
   127.0.0.1 in a child process (``python -m
   virtdriver.placement.embedded --db PATH``), for tests and for several
-  processes sharing one Placement.  Loopback only: the service has no
-  authentication.
+  processes sharing one Placement; ``workers=N`` serves it with N
+  gunicorn worker processes (:mod:`~.workers`), as a cloud runs it.
+  Loopback only: the service has no authentication.
 """
 
 from __future__ import annotations
@@ -242,13 +243,16 @@ class PlacementServer:
             SQLite file, else discarded).
         threads: one thread per request (for databases that take
             concurrent writers; SQLite serialises them anyway).
+        workers: serve with this many gunicorn worker processes
+            (:mod:`~.workers`: every request timed in the log); ``0``:
+            one process (wsgiref).
 
     Use :meth:`start` then :meth:`wait_ready` (or :meth:`run`, or ``with``).
     """
 
     def __init__(self, db: str | os.PathLike[str], *, port: int = 0,
-                 log: pathlib.Path | None = None, threads: bool = False
-                 ) -> None:
+                 log: pathlib.Path | None = None, threads: bool = False,
+                 workers: int = 0) -> None:
         self.db = db
         self.port = port
         url = database_url(db)
@@ -256,6 +260,7 @@ class PlacementServer:
             log = pathlib.Path(url.removeprefix("sqlite:///") + ".log")
         self.log = log
         self.threads = threads
+        self.workers = workers
         self._process: subprocess.Popen | None = None
         self._stopping: subprocess.Popen | None = None
 
@@ -280,6 +285,8 @@ class PlacementServer:
                    "--db", os.fspath(self.db), "--port", str(self.port)]
         if self.threads:
             command.append("--threads")
+        if self.workers:
+            command += ["--workers", str(self.workers)]
         stderr = (open(self.log, "ab") if self.log is not None
                   else subprocess.DEVNULL)
         try:
@@ -426,6 +433,9 @@ def main(argv: Iterable[str] | None = None) -> int:
                         help="port (default: any free one)")
     parser.add_argument("--threads", action="store_true",
                         help="one thread per request")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="gunicorn worker processes (default: none, "
+                        "one process)")
     args = parser.parse_args(list(argv) if argv is not None else None)
 
     def announce(port: int) -> None:
@@ -433,8 +443,14 @@ def main(argv: Iterable[str] | None = None) -> int:
         sys.stdout.flush()
 
     try:
-        serve(args.db, port=args.port, threads=args.threads,
-              announce=announce)
+        if args.workers:
+            from virtdriver.placement.workers import serve_workers
+
+            serve_workers(args.db, port=args.port, workers=args.workers,
+                          announce=announce)
+        else:
+            serve(args.db, port=args.port, threads=args.threads,
+                  announce=announce)
     except (EmbeddedError, OSError) as exc:
         print(f"placement: {exc}", file=sys.stderr)
         return 3
