@@ -6,11 +6,8 @@ wrote."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 from placement_helpers import Host
@@ -112,42 +109,3 @@ def test_a_state_of_another_service_is_not_replayed(tmp_path, placement):
     stamp.record()
     assert stamp.replay(host.tree, owned_for=host.owned) is None
 
-
-#: ``virtdriver sync ARGV`` through ``cli.main`` in a fresh interpreter;
-#: prints the output and every module imported, as JSON.
-PROBE = """
-import contextlib, io, json, sys
-from virtdriver.cli import main
-out = io.StringIO()
-with contextlib.redirect_stdout(out):
-    status = main(sys.argv[1:])
-print(json.dumps({"status": status, "out": out.getvalue(),
-                  "modules": sorted(sys.modules)}))
-"""
-
-
-def cli_sync(state, *argv: str) -> dict:
-    env = {**os.environ, "VIRTDRIVER_STATE_DIR": str(state)}
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, "sync", "--format", "json", *argv],
-        env=env, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.splitlines()[-1])
-    result["doc"] = json.loads(result["out"])
-    return result
-
-
-def test_an_unchanged_embedded_sync_imports_no_placement(tmp_path,
-                                                         placement_pool):
-    first = cli_sync(tmp_path / "state", "--driver", "fake")
-    assert "placement.deploy" in first["modules"]   # it was started
-
-    second = cli_sync(tmp_path / "state", "--driver", "fake")
-
-    assert second["doc"]["sync"]["requests"]["total"] == 0
-    assert second["doc"]["tree"] == first["doc"]["tree"]
-    for package in ("placement", "oslo_config", "keystoneauth1",
-                    "requests", "sqlalchemy"):
-        assert not [name for name in second["modules"]
-                    if name == package or name.startswith(package + ".")
-                    ], package
