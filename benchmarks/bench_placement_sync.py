@@ -358,8 +358,9 @@ def _ms(seconds: float) -> str:
 
 
 def print_table(report: dict) -> None:
-    print(f"{'tree':<26} {'sync':<8} {'reads':>5} {'writes':>6} "
-          f"{'wall':>9} {'ms/request':>10}")
+    if report["trees"]:
+        print(f"{'tree':<26} {'sync':<8} {'reads':>5} {'writes':>6} "
+              f"{'wall':>9} {'ms/request':>10}")
     for row in report["trees"]:
         for phase in ("initial", "steady", "restart"):
             cycle = row[phase]
