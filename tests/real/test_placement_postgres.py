@@ -2,7 +2,8 @@
 
 Where one machine is not enough (issue 11): a real PostgreSQL (the
 session's throw-away cluster), the real ``openstack-placement`` on it
-under gunicorn with two worker processes (as a cloud runs it: any request
+under gunicorn with two worker processes of 4 threads (as a cloud runs
+it: any request
 may land on either, so two writes to one provider race across processes;
 each request is timed in its worker's log line), 4 agent processes of 100
 ironic nodes each
@@ -63,7 +64,7 @@ def workers(postgres_cluster, tmp_path_factory, in_ci):
     log = tmp_path_factory.mktemp("placement-workers") / "placement.log"
     # One service, the schema synced once in gunicorn's master before it
     # forks the workers.
-    server = PlacementServer(url, workers=WORKERS, log=log)
+    server = PlacementServer(url, workers=WORKERS, threads=True, log=log)
     try:
         server.run(timeout=120)
         yield server, url

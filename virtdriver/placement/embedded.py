@@ -40,6 +40,8 @@ from wsgiref import simple_server
 
 #: The only address the service listens on: it has no authentication.
 HOST = "127.0.0.1"
+#: Threads of each gunicorn worker with ``--workers N --threads``.
+THREADS_PER_WORKER = 4
 #: The in-process service's made-up URL (never resolved: no socket).
 IN_PROCESS_URL = "http://placement.in-process.invalid"
 _configured: str | None = None
@@ -244,8 +246,9 @@ class PlacementServer:
         threads: one thread per request (for databases that take
             concurrent writers; SQLite serialises them anyway).
         workers: serve with this many gunicorn worker processes
-            (:mod:`~.workers`: every request timed in the log); ``0``:
-            one process (wsgiref).
+            (:mod:`~.workers`: every request timed in the log), each
+            with :data:`THREADS_PER_WORKER` threads if ``threads``;
+            ``0``: one process (wsgiref).
 
     Use :meth:`start` then :meth:`wait_ready` (or :meth:`run`, or ``with``).
     """
@@ -447,7 +450,8 @@ def main(argv: Iterable[str] | None = None) -> int:
             from virtdriver.placement.workers import serve_workers
 
             serve_workers(args.db, port=args.port, workers=args.workers,
-                          announce=announce)
+                          announce=announce,
+                          threads=THREADS_PER_WORKER if args.threads else 1)
         else:
             serve(args.db, port=args.port, threads=args.threads,
                   announce=announce)

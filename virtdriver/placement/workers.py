@@ -41,7 +41,8 @@ class Timing:
     """WSGI middleware: time each request and log one line (module doc).
 
     The CPU time is the worker process's (``time.process_time``): exact
-    for gunicorn's sync workers, which serve one request at a time.
+    for gunicorn's sync workers, which serve one request at a time; an
+    upper bound with threaded ones.
     """
 
     def __init__(self, app: Callable, stream: Any = None) -> None:
@@ -89,10 +90,12 @@ def timings(lines: Iterable[str]) -> list[dict]:
 
 
 def serve_workers(db: str, *, port: int, workers: int,
-                  announce: Callable[[int], None]) -> None:
-    """Serve Placement on database ``db`` with ``workers`` gunicorn sync
+                  announce: Callable[[int], None], threads: int = 1) -> None:
+    """Serve Placement on database ``db`` with ``workers`` gunicorn
     workers on ``127.0.0.1:port`` (``0``: any free port) until SIGTERM;
-    ``announce(port)`` once the socket listens.
+    ``announce(port)`` once the socket listens.  ``threads`` above 1:
+    gunicorn's threaded workers, each serving that many requests at once
+    (the timing lines' CPU then includes the other threads').
 
     Raises:
         EmbeddedError: gunicorn is not installed, or Placement cannot
@@ -114,7 +117,8 @@ def serve_workers(db: str, *, port: int, workers: int,
     listener.set_inheritable(True)
     settings = {
         "bind": [f"fd://{listener.fileno()}"], "workers": workers,
-        "worker_class": "sync", "preload_app": True, "timeout": 300,
+        "worker_class": "gthread" if threads > 1 else "sync",
+        "threads": threads, "preload_app": True, "timeout": 300,
         "graceful_timeout": 5, "loglevel": "warning", "accesslog": None,
         "post_fork": _renew_pool, "proc_name": "virtdriver-placement"}
 
