@@ -27,7 +27,6 @@ import os
 import pathlib
 import select
 import signal
-import socketserver
 import subprocess
 import sys
 import threading
@@ -36,7 +35,6 @@ import urllib.parse
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
-from wsgiref import simple_server
 
 #: The only address the service listens on: it has no authentication.
 HOST = "127.0.0.1"
@@ -197,27 +195,29 @@ def in_process_endpoint(db: str | os.PathLike[str]) -> str:
 # -- the loopback service ---------------------------------------------------
 
 
-class _QuietHandler(simple_server.WSGIRequestHandler):
-    """No access log on stderr (Placement logs requests itself)."""
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class _ThreadingServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
-    daemon_threads = True
-
-
 def serve(db: str | os.PathLike[str], *, port: int = 0,
           threads: bool = False, announce: Callable[[int], None] = print
           ) -> None:
     """Serve Placement on ``HOST:port`` (``0``: any free port) until
     SIGTERM/SIGINT; ``announce(port)`` once it answers."""
+    import socketserver
+    from wsgiref import simple_server
+
+    class QuietHandler(simple_server.WSGIRequestHandler):
+        """No access log on stderr (Placement logs requests itself)."""
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    class ThreadingServer(socketserver.ThreadingMixIn,
+                          simple_server.WSGIServer):
+        daemon_threads = True
+
     app = build_app(db)
-    server_class = _ThreadingServer if threads else simple_server.WSGIServer
+    server_class = ThreadingServer if threads else simple_server.WSGIServer
     server = simple_server.make_server(HOST, port, app,
                                        server_class=server_class,
-                                       handler_class=_QuietHandler)
+                                       handler_class=QuietHandler)
 
     def stop(*_: object) -> None:
         # Not sys.exit: wsgiref's handler swallows it mid-request.  The
