@@ -12,7 +12,18 @@ Syncer → HTTP):
 * **4 agents on PostgreSQL** — 4 agent processes of 250 ironic nodes and
   an outside trait writer (``tests/real/placement_agents.py``, the run
   ``tests/real/test_placement_postgres.py`` checks), on a throw-away
-  PostgreSQL cluster, with 1 and with 2 threaded Placement workers.
+  PostgreSQL cluster, Placement under gunicorn with 1 and with 2 worker
+  processes (each request timed in its worker: Placement's own time).
+
+* **an agent in a cloud of others** (issue 22) — F = 0, 1,000, 5,000 and
+  20,000 foreign providers shaped like compute nodes (``foreign_cloud.py``:
+  the first 1,000 through the API, the rest bulk-copied in the database
+  and checked through the API) on PostgreSQL under gunicorn with 2
+  workers; at each F a fresh agent of 10 and of 100 ironic nodes: its
+  initial and steady sync's requests, bytes, wall time and Placement's
+  own time per request (the workers' timing lines); then the
+  100,000-provider, 1,000-agent projection next to Nova's per-cycle
+  reads (``--smoke``: F = 0 and 60 on SQLite, one worker, 10 nodes).
 
 For the first two it reports the initial sync, the steady state (median
 of ``--repeat`` cycles) and the first sync after a restart (a new tracker,
@@ -40,6 +51,7 @@ import tempfile
 import time
 
 import benchlib  # beside this script
+import foreign_cloud  # beside this script
 
 benchlib.use_checkout()
 sys.path.insert(0, str(benchlib.REPO))  # tests/ (the agents, the cluster)
@@ -52,6 +64,7 @@ from virtdriver.fakelibvirt.swap import use_fakelibvirt  # noqa: E402
 from virtdriver.placement.embedded import PlacementServer  # noqa: E402
 from virtdriver.placement.ownership import TrackerOwnership  # noqa: E402
 from virtdriver.placement.sync import Syncer  # noqa: E402
+from virtdriver.placement.workers import timings  # noqa: E402
 from virtdriver.resource_tracker.tracker import ResourceTracker  # noqa: E402
 
 IRONIC_SIZES = (100, 300, 1_000)
@@ -132,18 +145,16 @@ def agents_run(work: pathlib.Path, workers: int, cluster) -> dict:
 
     work.mkdir()
     url = cluster.create_database(f"bench_agents_{workers}")
-    servers = [PlacementServer(url, threads=True,
-                               log=work / f"worker-{n}.log")
-               for n in range(workers)]
+    server = PlacementServer(url, workers=workers,
+                             log=work / "placement.log")
     try:
-        for server in servers:   # in turn: each syncs the schema
-            server.run()
-        outcome = Run([s.url for s in servers], work, agents=AGENTS,
+        server.run(timeout=120)
+        outcome = Run([server.url], work, agents=AGENTS,
                       nodes=AGENT_NODES, cycles=CYCLES, final=FINAL,
                       edits=EDITS, timeout=300).run()
     finally:
-        for server in servers:
-            server.stop()
+        server.stop()
+    served = timings(server.log.read_text(errors="replace").splitlines())
     firsts = [report["cycles"][0] for report in outcome.agents]
     requests = outcome.requests()
     return {
@@ -158,6 +169,13 @@ def agents_run(work: pathlib.Path, workers: int, cluster) -> dict:
         "writer_conflicts": outcome.writer["conflicts"],
         "writer_trait_races": outcome.writer["trait_races"],
         "server_errors": outcome.server_errors,
+        "placement": {
+            "requests": len(served),
+            "worker_pids": len({row["pid"] for row in served}),
+            "conflicts_409": sum(row["status"] == 409 for row in served),
+            "cpu_seconds": sum(row["cpu"] for row in served),
+            "median_ms": 1000 * statistics.median(
+                row["wall"] for row in served) if served else None},
         "last_cycles": [r["cycles"][-1]["requests"] for r in outcome.agents],
         # Each agent's one read lists every agent's providers (more roots
         # than list_all_above: one unfiltered listing).
@@ -169,18 +187,121 @@ def agents_run(work: pathlib.Path, workers: int, cluster) -> dict:
                 for r in outcome.agents)}
 
 
-def run(repeat: int, postgres: bool, sizes: tuple[int, ...]) -> dict:
+#: Foreign providers and agent sizes (issue 22), and ``--smoke``'s.
+FOREIGN_LEVELS, FOREIGN_AGENTS = (0, 1_000, 5_000, 20_000), (10, 100)
+SMOKE_LEVELS, SMOKE_AGENTS, SMOKE_API = (0, 60), (10,), 30
+#: The projection: a cloud of this many providers and agents, one cycle
+#: a minute; Nova reads about 2 GETs per node per cycle (issue 22).
+CLOUD_PROVIDERS, CLOUD_AGENTS, CYCLE_S, NOVA_GETS_PER_NODE = (
+    100_000, 1_000, 60.0, 2)
+
+
+def foreign_runs(base: pathlib.Path, repeat: int, smoke: bool,
+                 notes: list[str], most: int | None = None) -> dict:
+    """An agent's cost against the foreign providers in the cloud (F up
+    to ``most`` when given)."""
+    from tests.real.placement_agents import shard
+
+    levels = SMOKE_LEVELS if smoke else tuple(
+        f for f in FOREIGN_LEVELS if most is None or f <= most)
+    sizes = SMOKE_AGENTS if smoke else FOREIGN_AGENTS
+    work = base / "foreign"
+    work.mkdir()
+    with contextlib.ExitStack() as stack:
+        if smoke:
+            url, workers = f"sqlite:///{work / 'placement.db'}", 1
+        else:
+            cluster = postgres_cluster(stack, base, notes)
+            if cluster is None:
+                return {}
+            url, workers = cluster.create_database("bench_foreign"), 2
+        server = stack.enter_context(PlacementServer(
+            url, workers=workers, log=work / "placement.log"))
+        client = server.client()
+        rows, have = [], 0
+        for index, level in enumerate(levels):
+            seeded = foreign_cloud.seed(
+                client, url, level, have,
+                **({"api_providers": SMOKE_API} if smoke else {}))
+            have = level
+            for number, size in enumerate(sizes):
+                inventory = work / f"agent-{index}-{size}.json"
+                inventory.write_text(json.dumps(
+                    {"nodes": shard(100 + 10 * index + number, size)}))
+                measured = foreign_cloud.measure_agent(
+                    lambda inv=inventory, i=index, n=size: Agent(
+                        IronicDriver(inventory_path=inv),
+                        work / f"state-{i}-{n}", server),
+                    server.log, repeat)
+                agent = measured.pop("agent")
+                roots = [p.uuid for p in agent.tracker.tree.providers()]
+                # Nova's kind of read: one small GET per node.
+                start = len(server.log.read_text(
+                    errors="replace").splitlines())
+                for uuid in roots:
+                    client.list_providers(in_tree=uuid)
+                gets, _ = foreign_cloud.served(server.log, start)
+                measured["per_node_get"] = foreign_cloud.cost(gets)
+                for uuid in roots:
+                    client.delete_provider(uuid)   # not foreign next time
+                rows.append({"foreign": level, "nodes": size,
+                             "seed": seeded, **measured})
+    return {"workers": workers, "database": url.split(":", 1)[0],
+            "rows": rows, "projection": projection(rows)}
+
+
+def projection(rows: list[dict]) -> dict:
+    """Placement cores for the steady cycles of ``CLOUD_AGENTS`` agents in
+    a cloud of ``CLOUD_PROVIDERS``, from the measured steady costs (linear
+    in F between the smallest and largest F), next to Nova's reads."""
+    out = {}
+    for size in sorted({r["nodes"] for r in rows}):
+        mine = sorted((r for r in rows if r["nodes"] == size),
+                      key=lambda r: r["foreign"])
+        low, high = mine[0], mine[-1]
+        if high["foreign"] < 5_000:
+            out[str(size)] = None   # --smoke: too few to extrapolate
+            continue
+        cpu_low = low["steady"]["placement_cpu_s"]
+        cpu_high = high["steady"]["placement_cpu_s"]
+        span = high["foreign"] - low["foreign"]
+        slope = (cpu_high - cpu_low) / span if span else 0.0
+        at_cloud = cpu_low + slope * (CLOUD_PROVIDERS - low["foreign"])
+        # Nova's reads cost what a one-node GET costs at the largest F.
+        get = high["per_node_get"]
+        per_get = get["placement_cpu_s"] / max(1, get["requests"])
+        out[str(size)] = {
+            "steady_cpu_s_at_cloud": at_cloud,
+            "cores_this_design": CLOUD_AGENTS * at_cloud / CYCLE_S,
+            "cores_goal": CLOUD_AGENTS * 1.3 * cpu_low / CYCLE_S,
+            "cores_nova": CLOUD_AGENTS * size * NOVA_GETS_PER_NODE
+            * per_get / CYCLE_S,
+            "measured_from": [low["foreign"], high["foreign"]]}
+    return out
+
+
+def run(repeat: int, postgres: bool, sizes: tuple[int, ...], *,
+        foreign: bool = True, smoke: bool = False, trees: bool = True,
+        foreign_max: int | None = None) -> dict:
     report = {"repeat": repeat, "trees": [], "agents": [], "notes": []}
     with tempfile.TemporaryDirectory(prefix="vd-bench-") as tmp:
         base = pathlib.Path(tmp)
         base.chmod(0o755)   # the postgres user enters it when we are root
-        report["trees"].append(libvirt_tree(base / "libvirt", repeat))
-        for size in sizes:
-            report["trees"].append(ironic_tree(base / f"ironic-{size}",
-                                               repeat, size))
-        if postgres:
+        if trees:
+            report["trees"].append(libvirt_tree(base / "libvirt", repeat))
+            for size in sizes:
+                report["trees"].append(ironic_tree(
+                    base / f"ironic-{size}", repeat, size))
+        if postgres and trees:
             report["agents"] = postgres_runs(base, report["notes"])
+        if foreign:
+            report["foreign"] = foreign_runs(base, repeat, smoke,
+                                             report["notes"], foreign_max)
     report["goals"] = []
+    for row in report.get("foreign", {}).get("rows", []):
+        report["goals"].append(benchlib.goal(
+            f"F={row['foreign']:,}, {row['nodes']} nodes: steady reads",
+            row["steady"]["reads"], 1))
     for row in report["trees"]:
         again = [row["steady"], row["restart"]]
         report["goals"] += [
@@ -207,18 +328,27 @@ def scaling_plot(report: dict) -> dict:
                        for phase in ("initial", "steady", "restart")}}
 
 
-def postgres_runs(base: pathlib.Path, notes: list[str]) -> list[dict]:
+def postgres_cluster(stack: contextlib.ExitStack, base: pathlib.Path,
+                     notes: list[str]):
+    """A throw-away PostgreSQL cluster (stopped with ``stack``), or
+    ``None`` with a note saying why not."""
     from tests.postgres_cluster import (
         PostgresCluster, find_bindir, unavailable_reason)
 
     bindir = find_bindir()
     reason = unavailable_reason(bindir, root=False, apt=False)
     if reason:
-        notes.append(f"4-agent run skipped: {reason[0]}")
-        return []
+        notes.append(f"PostgreSQL runs skipped: {reason[0]}")
+        return None
+    return stack.enter_context(PostgresCluster(bindir=bindir,
+                                               parent_dir=str(base)))
+
+
+def postgres_runs(base: pathlib.Path, notes: list[str]) -> list[dict]:
     with contextlib.ExitStack() as stack:
-        cluster = stack.enter_context(PostgresCluster(
-            bindir=bindir, parent_dir=str(base)))
+        cluster = postgres_cluster(stack, base, notes)
+        if cluster is None:
+            return []
         return [agents_run(base / f"agents-{workers}", workers, cluster)
                 for workers in (1, 2)]
 
@@ -228,8 +358,9 @@ def _ms(seconds: float) -> str:
 
 
 def print_table(report: dict) -> None:
-    print(f"{'tree':<26} {'sync':<8} {'reads':>5} {'writes':>6} "
-          f"{'wall':>9} {'ms/request':>10}")
+    if report["trees"]:
+        print(f"{'tree':<26} {'sync':<8} {'reads':>5} {'writes':>6} "
+              f"{'wall':>9} {'ms/request':>10}")
     for row in report["trees"]:
         for phase in ("initial", "steady", "restart"):
             cycle = row[phase]
@@ -253,6 +384,34 @@ def print_table(report: dict) -> None:
               f"conflicts ({row['writer_trait_races']} trait races); 5xx "
               f"{row['server_errors']}; last cycles {row['last_cycles']}, "
               f"{_ms(row['steady_sync_seconds'])} (median)")
+        own = row["placement"]
+        print(f"  Placement (gunicorn, {own['worker_pids']} worker pids): "
+              f"{own['requests']:,} requests, {own['cpu_seconds']:.1f} s "
+              f"CPU, median {own['median_ms']:.1f} ms, "
+              f"{own['conflicts_409']} answered 409")
+    foreign = report.get("foreign") or {}
+    if foreign:
+        print(f"\nan agent among foreign providers ({foreign['database']}, "
+              f"{foreign['workers']} gunicorn worker(s)):")
+        print(f"{'F':>7} {'nodes':>5} {'sync':<8} {'req':>5} {'bytes':>10} "
+              f"{'wall':>9} {'Placement CPU':>13} {'ms/request':>10}")
+        for row in foreign["rows"]:
+            for phase in ("initial", "steady"):
+                c = row[phase]
+                print(f"{row['foreign']:>7,} {row['nodes']:>5} {phase:<8} "
+                      f"{c['requests']:>5} {c['bytes']:>10,} "
+                      f"{_ms(c['sync_seconds']):>9} "
+                      f"{_ms(c['placement_cpu_s']):>13} "
+                      f"{c['placement_ms_per_request']:>10.1f}")
+        for size, p in foreign["projection"].items():
+            if p is None:
+                print(f"  projection, {size} nodes: not made (--smoke)")
+                continue
+            print(f"  projection, {CLOUD_AGENTS:,} agents of {size} nodes in "
+                  f"{CLOUD_PROVIDERS:,} providers, {CYCLE_S:.0f} s cycle: "
+                  f"{p['cores_this_design']:.1f} Placement cores (goal "
+                  f"{p['cores_goal']:.1f}); Nova's {NOVA_GETS_PER_NODE} "
+                  f"GETs a node: {p['cores_nova']:.1f}")
     for note in report["notes"]:
         print(note)
 
@@ -264,12 +423,39 @@ def main(argv: list[str] | None = None) -> int:
         "the agents did not converge without 5xx")
     parsed.add_argument("--no-postgres", action="store_true",
                         help="skip the 4-agent PostgreSQL runs")
+    parsed.add_argument("--no-foreign", action="store_true",
+                        help="skip the agent-among-foreign-providers runs")
+    parsed.add_argument("--foreign-only", action="store_true",
+                        help="only the agent-among-foreign-providers runs")
+    parsed.add_argument("--foreign-max", type=int, default=None,
+                        metavar="F", help="foreign providers up to F only")
     args = benchlib.parse(parsed, argv)
     sizes = IRONIC_SIZES[:1] if args.smoke else IRONIC_SIZES
     report = run(args.repeat, postgres=not (args.no_postgres or args.smoke),
-                 sizes=sizes)
+                 sizes=sizes, foreign=not args.no_foreign, smoke=args.smoke,
+                 trees=not args.foreign_only, foreign_max=args.foreign_max)
+    if report.get("foreign"):
+        benchlib.plot_scaling(
+            benchlib.results_dir(args) / "placement_foreign.png",
+            **foreign_plot(report["foreign"]))
     return benchlib.finish(report, args, print_table, name="placement_sync",
                            plot=scaling_plot(report))
+
+
+def foreign_plot(foreign: dict) -> dict:
+    """An agent's steady cycle against the foreign providers: bytes read
+    (KB) and Placement's CPU (ms), per agent size."""
+    series = {}
+    for size in sorted({r["nodes"] for r in foreign["rows"]}):
+        mine = [r for r in foreign["rows"] if r["nodes"] == size]
+        series[f"{size} nodes: steady KB read"] = [
+            (r["foreign"], r["steady"]["bytes"] / 1000) for r in mine]
+        series[f"{size} nodes: steady Placement CPU ms"] = [
+            (r["foreign"], 1000 * r["steady"]["placement_cpu_s"])
+            for r in mine]
+    return {"title": "one agent's steady sync among foreign providers",
+            "xlabel": "foreign providers", "ylabel": "KB / ms",
+            "series": series, "log": False}
 
 
 if __name__ == "__main__":

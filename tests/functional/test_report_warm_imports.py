@@ -8,6 +8,7 @@ test imported into pytest's process cannot hide one the command imports.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -35,10 +36,10 @@ NEVER = ("oslo_config", "keystoneauth1", "requests", "yaml",
          "virtdriver.cli.sync", "virtdriver.cli.claims")
 
 
-def report(tmp_path, *argv: str) -> dict:
+def report(tmp_path, *argv: str, command: str = "report") -> dict:
     env = {**os.environ, "VIRTDRIVER_STATE_DIR": str(tmp_path / "state")}
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, "report", *argv], env=env,
+        [sys.executable, "-c", PROBE, command, *argv], env=env,
         capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
@@ -93,3 +94,23 @@ def test_a_provider_config_file_still_reads_yaml(tmp_path):
     result = report(tmp_path, "--driver", "fake", "--config-file", str(conf))
     assert "CUSTOM_WARM" in result["out"]
     assert imported(result, "yaml")
+
+
+def test_an_unchanged_embedded_sync_imports_no_placement(tmp_path):
+    """Issue 22: the second sync finds the embedded database as the first
+    left it and the tree unchanged, so it starts no Placement and reads
+    no config (``placement/db_stamp.py``)."""
+    if importlib.util.find_spec("placement.deploy") is None:
+        pytest.skip("openstack-placement is not installed")
+    argv = ("--driver", "fake", "--format", "json")
+    first = report(tmp_path, *argv, command="sync")
+    assert "placement.deploy" in first["modules"]   # it was started
+
+    second = report(tmp_path, *argv, command="sync")
+
+    doc = json.loads(second["out"])
+    assert doc["sync"]["requests"]["total"] == 0
+    assert doc["tree"] == json.loads(first["out"])["tree"]
+    for package in ("placement", "oslo_config", "keystoneauth1",
+                    "requests", "sqlalchemy"):
+        assert imported(second, package) == [], package

@@ -1,9 +1,12 @@
 """Four bare-metal agents and an outside writer on one Placement on PostgreSQL.
 
 Where one machine is not enough (issue 11): a real PostgreSQL (the
-session's throw-away cluster), the real ``openstack-placement`` on it as
-two loopback workers with a thread per request (a cloud runs several;
-agents are spread over them), 4 agent processes of 100 ironic nodes each
+session's throw-away cluster), the real ``openstack-placement`` on it
+under gunicorn with two worker processes of 4 threads (as a cloud runs
+it: any request
+may land on either, so two writes to one provider race across processes;
+each request is timed in its worker's log line), 4 agent processes of 100
+ironic nodes each
 (driver → resource tracker → sync, each with its own state directory),
 and a writer process editing traits on random providers meanwhile — see
 ``placement_agents.py``.  The agents run 3 cycles; once the writer is
@@ -11,7 +14,8 @@ done, each runs 2 more.  Then the test reads what Placement holds straight
 from its PostgreSQL tables (one query per table, checked against the API
 on a sample) and asserts: every node present with the right inventories,
 no foreign trait lost, every owned trait right, no 5xx, conflicts
-counted, steady state at one read.
+counted (409s answered by the workers, providers written by both),
+steady state at one read.
 
 The initial 1,200 writes dominate the run; the module shares one run
 between its tests.  100 nodes an agent (250 until the suite had to fit 2
@@ -31,6 +35,7 @@ import pytest
 
 import placement_agents as agents
 from virtdriver.placement.embedded import PlacementServer
+from virtdriver.placement.workers import timings
 
 pytestmark = pytest.mark.real
 
@@ -38,7 +43,7 @@ AGENTS = 4
 NODES = 100
 CYCLES = 3
 EDITS = 120
-#: Placement workers (processes) on the one database.
+#: Placement's gunicorn worker processes on the one database.
 WORKERS = 2
 #: Seconds the whole run may take (agents, writer, final cycles): a
 #: generous bound, so a busy machine is slow but not a failure.
@@ -56,25 +61,21 @@ def workers(postgres_cluster, tmp_path_factory, in_ci):
             pytest.fail(message)
         pytest.skip(message)
     url = postgres_cluster.create_database("vd_agents")
-    logs = tmp_path_factory.mktemp("placement-workers")
-    servers = [PlacementServer(url, threads=True,
-                               log=logs / f"worker-{n}.log")
-               for n in range(WORKERS)]
+    log = tmp_path_factory.mktemp("placement-workers") / "placement.log"
+    # One service, the schema synced once in gunicorn's master before it
+    # forks the workers.
+    server = PlacementServer(url, workers=WORKERS, threads=True, log=log)
     try:
-        # One after the other: each creates the schema if it is missing,
-        # and two doing it at once collide (a DBDuplicateEntry).
-        for server in servers:
-            server.run()
-        yield servers, url
+        server.run(timeout=120)
+        yield server, url
     finally:
-        for server in servers:
-            server.stop()
+        server.stop()
 
 
 @pytest.fixture(scope="module")
 def run(workers, tmp_path_factory):
-    servers, _ = workers
-    return agents.Run([s.url for s in servers],
+    server, _ = workers
+    return agents.Run([server.url],
                       tmp_path_factory.mktemp("agents"), agents=AGENTS,
                       nodes=NODES, cycles=CYCLES, edits=EDITS,
                       timeout=TIMEOUT)
@@ -157,8 +158,8 @@ def owns(node: dict, trait: str) -> bool:
 
 def test_the_database_answers_as_the_api_does(held, workers):
     """The rows read below are what Placement serves (a sample)."""
-    servers, _ = workers
-    client = servers[0].client()
+    server, _ = workers
+    client = server.client()
     listed = {p["uuid"]: p for p in client.list_providers()}
 
     assert set(listed) == set(held)
@@ -243,7 +244,7 @@ def test_owned_traits_others_changed_were_put_right(outcome, held):
 
 
 def test_no_5xx_and_every_sync_succeeded(outcome, workers):
-    servers, _ = workers
+    server, _ = workers
     failures = [r["failures"] for r in [*outcome.agents, outcome.writer]]
 
     assert outcome.server_errors == 0, failures
@@ -252,8 +253,8 @@ def test_no_5xx_and_every_sync_succeeded(outcome, workers):
     # Placement logged no error but its trait race (agents.is_trait_race:
     # a 500 that is a generation conflict, retried as one; once the client
     # maps it itself, the shim counts none).
-    errors = [line for server in servers
-              for line in server.log.read_text(errors="replace").splitlines()
+    errors = [line for line in
+              server.log.read_text(errors="replace").splitlines()
               if line.startswith("Placement API unexpected error")]
     assert len(errors) >= outcome.trait_races
     assert all("concurrently updated the resource provider" in line
@@ -269,6 +270,26 @@ def test_conflicts_were_retried_and_counted(outcome):
     assert outcome.writer["races"] > 0
     assert per_provider > 0
     assert all(c["ok"] for c in outcome.cycles())
+
+
+def test_both_workers_served_and_refused_stale_generations(outcome,
+                                                           workers):
+    """Requests were spread over the worker processes, some provider was
+    written through both, and Placement answered 409 to stale writes —
+    the conflicts the test above saw retried to success."""
+    server, _ = workers
+    rows = timings(server.log.read_text(errors="replace").splitlines())
+    writers: dict[str, set[int]] = {}
+    for row in rows:
+        if row["method"] == "PUT" and row["status"] == 200:
+            provider = row["path"].split("/")[2]
+            writers.setdefault(provider, set()).add(row["pid"])
+
+    assert len({row["pid"] for row in rows}) == WORKERS
+    assert any(len(pids) == WORKERS for pids in writers.values())
+    assert [row for row in rows if row["status"] == 409]
+    assert not [row for row in rows if row["status"] >= 500
+                and not row["path"].endswith("/traits")]
 
 
 def test_the_initial_sync_is_minimal_and_the_steady_state_one_read(outcome):

@@ -7,8 +7,10 @@ import argparse
 #: Commands that read only virtdriver's own sections: given no config file
 #: and no option that sets one, they run on the default configuration
 #: (:class:`~virtdriver.conf.defaults.DefaultConf`), without importing
-#: oslo.config and keystoneauth1 (a third of a warm ``report``).
-DEFAULT_CONF_COMMANDS = ("report", "host", "explain", "snapshot")
+#: oslo.config and keystoneauth1 (a third of a warm ``report``).  ``sync``
+#: too: with no file nothing sets ``[placement]``, so it syncs to
+#: ``--placement-url`` or the embedded Placement.
+DEFAULT_CONF_COMMANDS = ("report", "host", "explain", "snapshot", "sync")
 #: The drivers that read only those sections too (an out-of-tree driver
 #: is given a real ``ConfigOpts``: it may register its own options).
 IN_TREE_DRIVERS = ("libvirt", "fake")

@@ -236,7 +236,8 @@ def _add_sync(commands) -> None:
                     "else Placement embedded in this process on SQLite in "
                     "the state directory.  Prints the tree, then per "
                     "provider what the sync changed and the request count "
-                    "(a second run: \"no changes, 0 writes\").  Exit 0 "
+                    "(a second run: \"no changes, 0 writes\"; embedded, "
+                    "it does not start Placement: 0 requests).  Exit 0 "
                     "synced, 2 bad input or Placement refused a request, "
                     "3 Placement unreachable or failing (the sync is "
                     "pending; the next run catches up).")

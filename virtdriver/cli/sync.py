@@ -12,7 +12,10 @@ directory take turns — the second waits, or gives up naming the holder:
    a second run costs one read) and :class:`TrackerOwnership`, to: ``--placement-url``
    (``noauth2`` admin token), else the Placement ``[placement]`` names
    (keystone auth), else Placement **embedded in this process** on SQLite
-   in the state directory (``placement.sqlite``);
+   in the state directory (``placement.sqlite``) — not even started
+   when its database is exactly as the last clean sync left it and the
+   tree changed nothing (:mod:`~virtdriver.placement.db_stamp`: the
+   summary then says 0 requests, and a note says why);
 3. print the tree, then per provider what the sync changed and a summary
    with the request count (``no changes, 0 writes`` when there was nothing
    to do); ``--format json`` gives ``{"tree": ..., "sync": ...}``.
@@ -30,7 +33,7 @@ import pathlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 
 from virtdriver.render.host import render_node_source
@@ -40,17 +43,17 @@ from virtdriver.render.tree import render_tree
 from virtdriver.cli.checks import placement_url
 from virtdriver.cli.errors import EXIT_UNREACHABLE, CommandError
 from virtdriver.cli.loading import provider_config, started_driver
-from virtdriver.conf import placement as placement_conf
 from virtdriver.filelock import exclusive_lock
-from virtdriver.placement.client import PlacementClient
-from virtdriver.placement.errors import PlacementError, PlacementUnavailable
+from virtdriver.placement.db_stamp import DatabaseStamp
 from virtdriver.placement.ownership import TrackerOwnership
 from virtdriver.placement.reshape import ClaimsPlacement
 from virtdriver.placement.result import SyncResult
 from virtdriver.placement.sync import Syncer
-from virtdriver.placement.transport import catalog_endpoint
 from virtdriver.resource_tracker.tracker import LOCK_FILE, ResourceTracker
 from virtdriver.state_dir import StateDirError, state_dir
+
+if TYPE_CHECKING:
+    from virtdriver.placement.client import PlacementClient
 
 #: The embedded Placement's database, in the state directory.
 EMBEDDED_DB = "placement.sqlite"
@@ -64,6 +67,7 @@ class Target:
 
     description: str
     connect: Callable[[], PlacementClient]
+    stamp: DatabaseStamp | None = None
 
 
 def run_sync(args: argparse.Namespace, conf, out: TextIO | None = None, *,
@@ -89,13 +93,20 @@ def run_sync(args: argparse.Namespace, conf, out: TextIO | None = None, *,
                                   provider_config=provider_config(conf))
         owned = TrackerOwnership(tracker)
         owned.note(tracker.update_all())
-        client = target.connect()
-        with progress_bar("syncing providers",
-                          quiet=getattr(args, "quiet", False)) as bar:
-            result = Syncer(client, directory).sync(
-                tracker.tree, owned_for=owned, remove=owned.gone,
-                dry_run=args.dry_run, placement_of=ClaimsPlacement(tracker),
-                progress=bar)
+        options = {"owned_for": owned, "remove": owned.gone,
+                   "dry_run": args.dry_run,
+                   "placement_of": ClaimsPlacement(tracker)}
+        result = _unchanged(target, tracker.tree, options)
+        if result is None:
+            if target.stamp is not None:
+                target.stamp.forget()   # Placement may write from now on
+            client = target.connect()
+            with progress_bar("syncing providers",
+                              quiet=getattr(args, "quiet", False)) as bar:
+                result = Syncer(client, directory).sync(
+                    tracker.tree, progress=bar, **options)
+            if target.stamp is not None and _clean(result):
+                target.stamp.record()
         owned.synced(result)
     if args.format == "json":
         out.write(json.dumps({"tree": tracker.tree.to_json(),
@@ -120,19 +131,56 @@ def placement_target(args: argparse.Namespace, conf,
         ConfigError: ``[placement]`` is unusable.
     """
     if args.placement_url:
+        from virtdriver.placement.client import PlacementClient
+
         url = placement_url(args.placement_url)
         return Target(f"Placement at {url} (--placement-url, noauth2 admin "
                       "token)", lambda: PlacementClient.from_url(url))
+    target = _configured_target(conf)
+    if target is not None:
+        return target
+    from virtdriver.placement.embedded import in_process_endpoint
+
+    db = directory / EMBEDDED_DB
+    return Target(f"embedded Placement (in this process) on SQLite {db}",
+                  lambda: _embedded(db),
+                  DatabaseStamp(db, directory, in_process_endpoint(db)))
+
+
+def _configured_target(conf) -> Target | None:
+    """The Placement ``[placement]`` names, if it names one.  With no file
+    (:class:`~virtdriver.conf.defaults.DefaultConf`, see
+    :mod:`~virtdriver.cli.command_conf`) it names none, and neither
+    oslo.config nor keystoneauth1 is imported."""
+    from virtdriver.conf import DefaultConf
+
+    if isinstance(conf, DefaultConf):
+        return None
+    from virtdriver.conf import placement as placement_conf
+
     if placement_conf.uses_keystone(conf):
         adapter = placement_conf.placement_adapter(conf)
         return Target(placement_conf.describe(conf),
                       lambda: catalog_client(adapter))
     client = placement_conf.placement_client(conf)
-    if client is not None:
-        return Target(placement_conf.describe(conf), lambda: client)
-    db = directory / EMBEDDED_DB
-    return Target(f"embedded Placement (in this process) on SQLite {db}",
-                  lambda: _embedded(db))
+    if client is None:
+        return None
+    return Target(placement_conf.describe(conf), lambda: client)
+
+
+def _unchanged(target: Target, tree, options: dict) -> SyncResult | None:
+    """The sync's result without starting the embedded Placement, when its
+    database is as our last clean sync left it and nothing changed."""
+    if target.stamp is None:
+        return None
+    return target.stamp.replay(tree, **options)
+
+
+def _clean(result: SyncResult) -> bool:
+    """A real sync after which Placement holds what the sync state says
+    for our trees, and nothing else: the database may be stamped."""
+    return (result.ok and not result.dry_run and not result.foreign
+            and not result.kept)
 
 
 def catalog_client(adapter) -> PlacementClient:
@@ -144,6 +192,11 @@ def catalog_client(adapter) -> PlacementClient:
     Raises:
         CommandError: as said.
     """
+    from virtdriver.placement.client import PlacementClient
+    from virtdriver.placement.errors import (
+        PlacementError, PlacementUnavailable)
+    from virtdriver.placement.transport import catalog_endpoint
+
     try:
         url = catalog_endpoint(adapter)
     except PlacementUnavailable as exc:
@@ -161,7 +214,8 @@ def catalog_client(adapter) -> PlacementClient:
 
 
 def _embedded(db: pathlib.Path) -> PlacementClient:
-    # Imported here: openstack-placement costs ~0.7 s to import.
+    # Imported here: openstack-placement costs ~0.7 s to import (the
+    # embedded module itself imports it only when building the app).
     from virtdriver.placement.embedded import in_process_client
     return in_process_client(db)
 

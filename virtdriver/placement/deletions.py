@@ -18,12 +18,16 @@ with the reason, and so is its parent.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from virtdriver.placement.client import PlacementClient
+from typing import TYPE_CHECKING
+
 from virtdriver.placement.errors import (
     PlacementRequestError, ProviderInUse, ProviderNotFound)
 from virtdriver.placement.plan import deletion_order
 from virtdriver.placement.result import OutcomeBuilder
 from virtdriver.placement.state import Listed, SyncState
+
+if TYPE_CHECKING:
+    from virtdriver.placement.client import PlacementClient
 
 
 class Deletions:

@@ -13,8 +13,9 @@ what ``placement-manage db sync`` does):
 * :class:`PlacementServer` — the application as an HTTP service on
   127.0.0.1 in a child process (``python -m
   virtdriver.placement.embedded --db PATH``), for tests and for several
-  processes sharing one Placement.  Loopback only: the service has no
-  authentication.
+  processes sharing one Placement; ``workers=N`` serves it with N
+  gunicorn worker processes (:mod:`~.workers`), as a cloud runs it.
+  Loopback only: the service has no authentication.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import os
 import pathlib
 import select
 import signal
-import socketserver
 import subprocess
 import sys
 import threading
@@ -36,10 +36,11 @@ import urllib.parse
 import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
-from wsgiref import simple_server
 
 #: The only address the service listens on: it has no authentication.
 HOST = "127.0.0.1"
+#: Threads of each gunicorn worker with ``--workers N --threads``.
+THREADS_PER_WORKER = 4
 #: The in-process service's made-up URL (never resolved: no socket).
 IN_PROCESS_URL = "http://placement.in-process.invalid"
 _configured: str | None = None
@@ -235,21 +236,15 @@ def in_process_client(db: str | os.PathLike[str], **client_options: Any):
     session.mount(IN_PROCESS_URL, WSGITransport(build_app(db)))
     return PlacementClient.from_url(
         IN_PROCESS_URL, requests_session=session,
-        endpoint_id=f"in-process:{database_url(db)}", **client_options)
+        endpoint_id=in_process_endpoint(db), **client_options)
+
+
+def in_process_endpoint(db: str | os.PathLike[str]) -> str:
+    """How the sync state names the in-process Placement on ``db``."""
+    return f"in-process:{database_url(db)}"
 
 
 # -- the loopback service ---------------------------------------------------
-
-
-class _QuietHandler(simple_server.WSGIRequestHandler):
-    """No access log on stderr (Placement logs requests itself)."""
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class _ThreadingServer(socketserver.ThreadingMixIn, simple_server.WSGIServer):
-    daemon_threads = True
 
 
 def serve(db: str | os.PathLike[str], *, port: int = 0,
@@ -257,11 +252,24 @@ def serve(db: str | os.PathLike[str], *, port: int = 0,
           ) -> None:
     """Serve Placement on ``HOST:port`` (``0``: any free port) until
     SIGTERM/SIGINT; ``announce(port)`` once it answers."""
+    import socketserver
+    from wsgiref import simple_server
+
+    class QuietHandler(simple_server.WSGIRequestHandler):
+        """No access log on stderr (Placement logs requests itself)."""
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    class ThreadingServer(socketserver.ThreadingMixIn,
+                          simple_server.WSGIServer):
+        daemon_threads = True
+
     app = build_app(db)
-    server_class = _ThreadingServer if threads else simple_server.WSGIServer
+    server_class = ThreadingServer if threads else simple_server.WSGIServer
     server = simple_server.make_server(HOST, port, app,
                                        server_class=server_class,
-                                       handler_class=_QuietHandler)
+                                       handler_class=QuietHandler)
 
     def stop(*_: object) -> None:
         # Not sys.exit: wsgiref's handler swallows it mid-request.  The
@@ -289,13 +297,17 @@ class PlacementServer:
             SQLite file, else discarded).
         threads: one thread per request (for databases that take
             concurrent writers; SQLite serialises them anyway).
+        workers: serve with this many gunicorn worker processes
+            (:mod:`~.workers`: every request timed in the log), each
+            with :data:`THREADS_PER_WORKER` threads if ``threads``;
+            ``0``: one process (wsgiref).
 
     Use :meth:`start` then :meth:`wait_ready` (or :meth:`run`, or ``with``).
     """
 
     def __init__(self, db: str | os.PathLike[str], *, port: int = 0,
-                 log: pathlib.Path | None = None, threads: bool = False
-                 ) -> None:
+                 log: pathlib.Path | None = None, threads: bool = False,
+                 workers: int = 0) -> None:
         self.db = db
         self.port = port
         url = database_url(db)
@@ -303,6 +315,7 @@ class PlacementServer:
             log = pathlib.Path(url.removeprefix("sqlite:///") + ".log")
         self.log = log
         self.threads = threads
+        self.workers = workers
         self._process: subprocess.Popen | None = None
         self._stopping: subprocess.Popen | None = None
 
@@ -327,6 +340,8 @@ class PlacementServer:
                    "--db", os.fspath(self.db), "--port", str(self.port)]
         if self.threads:
             command.append("--threads")
+        if self.workers:
+            command += ["--workers", str(self.workers)]
         stderr = (open(self.log, "ab") if self.log is not None
                   else subprocess.DEVNULL)
         try:
@@ -473,6 +488,9 @@ def main(argv: Iterable[str] | None = None) -> int:
                         help="port (default: any free one)")
     parser.add_argument("--threads", action="store_true",
                         help="one thread per request")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="gunicorn worker processes (default: none, "
+                        "one process)")
     args = parser.parse_args(list(argv) if argv is not None else None)
 
     def announce(port: int) -> None:
@@ -480,8 +498,15 @@ def main(argv: Iterable[str] | None = None) -> int:
         sys.stdout.flush()
 
     try:
-        serve(args.db, port=args.port, threads=args.threads,
-              announce=announce)
+        if args.workers:
+            from virtdriver.placement.workers import serve_workers
+
+            serve_workers(args.db, port=args.port, workers=args.workers,
+                          announce=announce,
+                          threads=THREADS_PER_WORKER if args.threads else 1)
+        else:
+            serve(args.db, port=args.port, threads=args.threads,
+                  announce=announce)
     except (EmbeddedError, OSError) as exc:
         print(f"placement: {exc}", file=sys.stderr)
         return 3

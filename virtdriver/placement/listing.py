@@ -39,7 +39,7 @@ from collections.abc import Iterable
 
 from virtdriver.placement.client import PlacementClient
 from virtdriver.placement.state import Listed, SyncState
-from virtdriver.resource_tracker.provider import ProviderData
+from virtdriver.providers.record import ProviderData
 
 
 class Listing:

@@ -19,7 +19,8 @@ import logging
 import pathlib
 import uuid as uuidlib
 
-from virtdriver.resource_tracker.state_file import write_atomically
+from virtdriver.state_dir import UnsafeStateError, read_state_file
+from virtdriver.state_file import write_atomically
 
 LOG = logging.getLogger(__name__)
 
@@ -35,10 +36,11 @@ def agent_aggregate(state_dir: pathlib.Path | str) -> str:
     """
     path = pathlib.Path(state_dir) / FILE_NAME
     try:
-        text = path.read_text(encoding="ascii").strip()
-        return str(uuidlib.UUID(text))
-    except FileNotFoundError:
-        pass
+        content = read_state_file(path)  # never through a link
+        if content is not None:
+            return str(uuidlib.UUID(content.decode("ascii").strip()))
+    except UnsafeStateError:
+        raise  # a link or a file others can write: refused, not replaced
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         LOG.warning("%s is not one uuid (%s); a new marking aggregate "
                     "replaces it (the old one stays on our providers; an "

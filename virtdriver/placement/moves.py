@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from virtdriver.placement.client import PlacementClient
 from virtdriver.placement.errors import (
     DuplicateProvider, PlacementError, PlacementTLSError,
     PlacementUnavailable, ProviderMoved)
 from virtdriver.placement.result import OutcomeBuilder
 from virtdriver.placement.state import Known, Listed
 from virtdriver.providers.record import ProviderData
+
+if TYPE_CHECKING:
+    from virtdriver.placement.client import PlacementClient
 
 
 class Moves:

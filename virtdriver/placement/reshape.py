@@ -67,14 +67,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import os_resource_classes as orc
 
 from virtdriver.claims.usage import InstanceFit
 from virtdriver.drivers.host_tree import cell_provider_name, page_resource_class
 from virtdriver.drivers.identity import is_derived_child
-from virtdriver.placement.client import PlacementClient
 from virtdriver.placement.errors import (
     DuplicateProvider, GenerationConflict, InventoryInUse, PlacementError,
     PlacementRequestError, PlacementUnavailable, ProviderInUse,
@@ -87,6 +86,9 @@ from virtdriver.placement.result import OutcomeBuilder
 from virtdriver.placement.state import Listed, SyncState
 from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.snapshot import TreeReader
+
+if TYPE_CHECKING:
+    from virtdriver.placement.client import PlacementClient
 
 LOG = logging.getLogger(__name__)
 _MAX_DELAY = 2.0

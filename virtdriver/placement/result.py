@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from virtdriver.placement.client import RequestCounts
+from virtdriver.placement.counts import RequestCounts
 from virtdriver.providers.inventory import Inventory
 
 if TYPE_CHECKING:

@@ -41,10 +41,9 @@ import pathlib
 import random
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from virtdriver.capabilities.traits.ownership import Ownership
-from virtdriver.placement.client import PlacementClient
 from virtdriver.placement.deletions import Deletions
 from virtdriver.placement.listing import Listing
 from virtdriver.placement.marker import agent_aggregate
@@ -61,6 +60,9 @@ from virtdriver.placement.result import OutcomeBuilder, SyncResult
 from virtdriver.placement.state import Known, Listed, SyncState, SyncStateFile
 from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.snapshot import TreeReader
+
+if TYPE_CHECKING:
+    from virtdriver.placement.client import PlacementClient
 
 LOG = logging.getLogger(__name__)
 

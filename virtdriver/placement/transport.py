@@ -42,6 +42,7 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from urllib3.exceptions import InsecureRequestWarning
 
+from virtdriver.placement.counts import RequestCounts  # noqa: F401 (re-exported)
 from virtdriver.placement.errors import (
     DuplicateProvider, GenerationConflict, InventoryInUse,
     KeystoneUnavailable, PlacementError, PlacementRequestError,
@@ -49,7 +50,6 @@ from virtdriver.placement.errors import (
     ProviderInUse, ProviderNotFound, UnknownName)
 
 LOG = logging.getLogger(__name__)
-_READS = frozenset({"GET", "HEAD"})
 #: Statuses retried: a Placement (or a proxy before it) failing for now.
 TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
 #: A connection that was cut or closed without an answer (not refused).
@@ -61,34 +61,6 @@ _TRAIT_RACE = "concurrently updated the resource provider"
 _CERT_FAILURE = re.compile(r"certificate verify failed: ([^(\"')]+)")
 _SSL_REASON = re.compile(r"\[SSL: [A-Z_0-9]+\] ([^(\"')]+)")
 _SSL_ERROR = re.compile(r"SSL\w*Error\(\d+, '([^'(]+)")
-
-
-@dataclass(frozen=True)
-class RequestCounts:
-    """Requests sent, by method (attempts, answered or not)."""
-
-    by_method: Mapping[str, int]
-
-    @property
-    def reads(self) -> int:
-        return sum(n for m, n in self.by_method.items() if m in _READS)
-
-    @property
-    def writes(self) -> int:
-        return sum(n for m, n in self.by_method.items() if m not in _READS)
-
-    @property
-    def total(self) -> int:
-        return sum(self.by_method.values())
-
-    def __sub__(self, other: RequestCounts) -> RequestCounts:
-        diff = Counter(self.by_method)
-        diff.subtract(other.by_method)
-        return RequestCounts({m: n for m, n in diff.items() if n})
-
-    def __str__(self) -> str:
-        return f"{self.total} requests ({self.reads} reads, " \
-               f"{self.writes} writes)"
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 
 :func:`render_sync` — the target, one line per provider with news, the
 notes and a summary with the request count (``no changes, 0 writes`` when
-there was nothing to do); :func:`sync_json` — the ``sync`` object of
-``--format json``.
+there was nothing to do; ``0 requests`` when the embedded Placement was
+not started, :mod:`~virtdriver.placement.db_stamp`); :func:`sync_json`
+— the ``sync`` object of ``--format json``.
 """
 
 from __future__ import annotations

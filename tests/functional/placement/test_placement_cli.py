@@ -9,6 +9,7 @@ import json
 import os
 import pathlib
 import socket
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -421,15 +422,65 @@ def test_the_embedded_default_needs_nothing_running(tmp_path,
     assert (state / "placement-sync.json").exists()
     assert (state / "ledger-fake.json").exists()
 
+    # Nothing changed, the database is as the first run left it: the
+    # embedded Placement is not even started.
     status, second, _ = finish(cli_process(state, *FAKE))
     assert status == 0
-    assert second["sync"]["requests"]["by_method"] == {"GET": 1}
-    assert second["sync"]["summary"].startswith("no changes, 0 writes")
+    assert second["sync"]["requests"]["total"] == 0
+    assert second["sync"]["summary"].startswith(
+        "no changes, 0 writes; 0 requests (0 reads)")
+    assert any(note.startswith("embedded Placement not started")
+               for note in second["sync"]["notes"])
+
+    # Someone else writes the database (as Placement would: the trait row
+    # and the generation), then puts its mtime back: the next sync starts
+    # Placement, notices and repairs.
+    root = next(p for p in first["tree"]["providers"]
+                if p["parent_provider_uuid"] is None and p["traits"])
+    trait = sorted(root["traits"])[0]
+    db = state / "placement.sqlite"
+    before = db.stat()
+    remove_trait_behind_placements_back(db, root["uuid"], trait)
+    os.utime(db, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    status, third, _ = finish(cli_process(state, *FAKE))
+    assert status == 0
+    assert third["sync"]["requests"]["total"] > 0
+    assert third["sync"]["requests"]["writes"] >= 1
+    assert trait in trait_rows(db, root["uuid"])
 
     status, dry, _ = finish(cli_process(state, *FAKE, "--flat",
                                         "--dry-run"))
     assert status == 0 and dry["sync"]["dry_run"]
     assert dry["sync"]["requests"]["writes"] == 0
+
+
+def remove_trait_behind_placements_back(db, uuid: str, trait: str) -> None:
+    """Delete ``trait`` from provider ``uuid`` with sqlite3 and bump its
+    generation, as Placement's own write would."""
+    with sqlite3.connect(db) as connection:
+        (provider,) = connection.execute(
+            "SELECT id FROM resource_providers WHERE uuid = ?",
+            (uuid,)).fetchone()
+        deleted = connection.execute(
+            "DELETE FROM resource_provider_traits WHERE resource_provider_id"
+            " = ? AND trait_id = (SELECT id FROM traits WHERE name = ?)",
+            (provider, trait)).rowcount
+        connection.execute("UPDATE resource_providers SET generation = "
+                           "generation + 1 WHERE id = ?", (provider,))
+    connection.close()
+    assert deleted == 1 and trait not in trait_rows(db, uuid)
+
+
+def trait_rows(db, uuid: str) -> set[str]:
+    """Provider ``uuid``'s traits as the database has them."""
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute(
+            "SELECT t.name FROM traits t JOIN resource_provider_traits rt "
+            "ON rt.trait_id = t.id JOIN resource_providers rp ON rp.id = "
+            "rt.resource_provider_id WHERE rp.uuid = ?", (uuid,)).fetchall()
+    connection.close()
+    return {name for (name,) in rows}
 
 
 def wait_until_open(processes, path, timeout: float = 120.0) -> None:
@@ -478,11 +529,13 @@ def test_two_syncs_at_once_take_turns_on_the_state_dir(tmp_path,
     writes = sorted(doc["sync"]["requests"]["writes"] for _, doc, _ in runs)
     tree = expected_tree(tmp_path)
     # One created everything; the other found it done, from the state
-    # the first saved: one read, no write.
+    # and the database stamp the first saved: not a request.
     assert writes == [0, expected_writes(tree)]
     second = next(doc for _, doc, _ in runs
                   if doc["sync"]["requests"]["writes"] == 0)
-    assert second["sync"]["requests"]["by_method"] == {"GET": 1}
+    assert second["sync"]["requests"]["by_method"] == {}
+    assert second["sync"]["notes"][0].startswith(
+        "embedded Placement not started")
 
 
 # -- TrackerOwnership: the tracker's in-process proof --------------------------
