@@ -36,10 +36,13 @@ with ``in_tree``: one read per root, still never the whole cloud.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from virtdriver.placement.client import PlacementClient
 from virtdriver.placement.state import Listed, SyncState
 from virtdriver.providers.record import ProviderData
+
+if TYPE_CHECKING:  # keystoneauth1 only when a request is really sent
+    from virtdriver.placement.client import PlacementClient
 
 
 class Listing:

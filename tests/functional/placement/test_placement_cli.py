@@ -418,7 +418,8 @@ def test_the_embedded_default_needs_nothing_running(tmp_path,
     # Private like every state file (the machine may be shared).
     assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in state.iterdir()
             if p.name.startswith("placement")} == {
-        "placement.sqlite": 0o600, "placement-sync.json": 0o600}
+        "placement.sqlite": 0o600, "placement-sync.json": 0o600,
+        "placement.sqlite.stamp": 0o600, "placement-aggregate": 0o600}
     assert (state / "placement-sync.json").exists()
     assert (state / "ledger-fake.json").exists()
 
