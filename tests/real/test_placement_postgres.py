@@ -5,7 +5,7 @@ session's throw-away cluster), the real ``openstack-placement`` on it
 under gunicorn with two worker processes of 4 threads (as a cloud runs
 it: any request
 may land on either, so two writes to one provider race across processes;
-each request is timed in its worker's log line), 4 agent processes of 100
+each request is timed in its worker's log line), 4 agent processes of 60
 ironic nodes each
 (driver → resource tracker → sync, each with its own state directory),
 and a writer process editing traits on random providers meanwhile — see
@@ -17,8 +17,8 @@ no foreign trait lost, every owned trait right, no 5xx, conflicts
 counted (409s answered by the workers, providers written by both),
 steady state at one read.
 
-The initial 1,200 writes dominate the run; the module shares one run
-between its tests.  100 nodes an agent (250 until the suite had to fit 2
+The agents' first writes dominate the run; the module shares one run
+between its tests.  60 nodes an agent (250 until the suite had to fit 2
 minutes) are still 4 agents creating at once while the writer races them;
 the scale of one agent's sync is the benchmarks' question.
 """
@@ -40,9 +40,9 @@ from virtdriver.placement.workers import timings
 pytestmark = pytest.mark.real
 
 AGENTS = 4
-NODES = 100
+NODES = 60
 CYCLES = 3
-EDITS = 120
+EDITS = 80
 #: Placement's gunicorn worker processes on the one database.
 WORKERS = 2
 #: Seconds the whole run may take (agents, writer, final cycles): a
