@@ -139,6 +139,17 @@ def one_embedded_placement_per_test():
     embedded._configured = None
 
 
+@pytest.fixture(autouse=True)
+def no_libvirt_error_left_over():
+    """libvirt keeps each thread's last error, and ``libvirtError(msg)``
+    prefers it over ``msg``: an error one test left (a refused
+    connection) must not become the message of another's."""
+    libvirt = sys.modules.get("libvirt")
+    if libvirt is not None and hasattr(libvirt, "virResetLastError"):
+        libvirt.virResetLastError()
+    yield
+
+
 @pytest.fixture(scope="session")
 def in_ci() -> bool:
     """Whether this runs under CI (CI=true), where nothing may be skipped

@@ -16,6 +16,10 @@ DOMAIN = (CORPUS / "domcaps" / "qemu_8.2.0-q35.x86_64.xml")
 
 
 def libvirt_error(code, message="boom"):
+    # libvirtError takes libvirt's last error of this thread, if any, over
+    # ``message``: one an earlier test left (a refused connection) must not
+    # become this one's.
+    libvirt.virResetLastError()
     exc = libvirt.libvirtError(message)
     exc.err = (code, libvirt.VIR_FROM_RPC, message, 2, None, None, None,
                0, 0)

@@ -59,21 +59,26 @@ class Pool:
 
 
 def wipe(client) -> None:
-    """Empty a Placement: allocations, providers (children first), then
-    CUSTOM_ traits and resource classes."""
+    """Empty a Placement: providers (children first; a provider's
+    allocations only when it refuses to go, as few do), then CUSTOM_
+    traits and resource classes."""
+    from virtdriver.placement.errors import ProviderInUse
+
     providers = client.list_providers()
-    for provider in providers:
-        body = client.request(
-            "GET", f"/resource_providers/{provider['uuid']}/allocations")
-        for consumer in body["allocations"]:
-            client.request("DELETE", f"/allocations/{consumer}")
     parent = {p["uuid"]: p["parent_provider_uuid"] for p in providers}
 
     def depth(uuid):
         return 0 if parent[uuid] is None else 1 + depth(parent[uuid])
 
     for uuid in sorted(parent, key=depth, reverse=True):
-        client.delete_provider(uuid)
+        try:
+            client.delete_provider(uuid)
+        except ProviderInUse:
+            body = client.request("GET",
+                                  f"/resource_providers/{uuid}/allocations")
+            for consumer in body["allocations"]:
+                client.request("DELETE", f"/allocations/{consumer}")
+            client.delete_provider(uuid)
     body = client.request("GET", "/traits",
                           params={"name": "startswith:CUSTOM_"})
     for name in body["traits"]:
