@@ -98,7 +98,9 @@ def build_app(db: str | os.PathLike[str]) -> Callable:
         # webob (Placement's) imports cgi, deprecated in Python 3.11.
         warnings.simplefilter("ignore", DeprecationWarning)
         from placement import db_api, deploy
+    from virtdriver.placement.schema_checks import check_schemas_once
 
+    check_schemas_once()  # half a GET's CPU, the same answers
     config = placement_config(db)
     try:
         db_api.configure(config)
