@@ -183,6 +183,7 @@ def agent(url: str, inventory: str, state_dir: str, cycles: int,
 
     def cycle() -> None:
         started = time.monotonic()
+        retried, races = client.retried, client.trait_races
         owned.note(tracker.update_all())
         result = syncer.sync(tracker.tree, owned_for=owned,
                              remove=owned.gone)
@@ -191,6 +192,11 @@ def agent(url: str, inventory: str, state_dir: str, cycles: int,
             "ok": result.ok, "pending": result.pending,
             "reason": result.reason, "conflicts": result.conflicts,
             "requests": dict(result.counts.by_method),
+            # Transient failures (a worker's 5xx, a reset) the client
+            # retried: each one more request of the same method.
+            "retried": client.retried - retried,
+            # Placement's trait race (a 500) retried as a conflict.
+            "trait_races": client.trait_races - races,
             "sync_seconds": result.seconds,
             "seconds": time.monotonic() - started,
             "errors": [o.describe() for o in result.errors][:5],

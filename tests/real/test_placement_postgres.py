@@ -90,7 +90,8 @@ def outcome(run):
           f"agents' requests {result.requests()}, conflicts retried "
           f"{result.conflicts}; writer's {result.writer['requests']}, "
           f"conflicts {result.writer['conflicts']}; Placement's trait "
-          f"race (500) {result.trait_races} times")
+          f"race (500) {result.trait_races} times; transient failures "
+          f"retried {sum(c['retried'] for c in result.cycles())}")
     return result
 
 
@@ -301,11 +302,16 @@ def test_the_initial_sync_is_minimal_and_the_steady_state_one_read(outcome):
         # CUSTOM_ name; plus what conflicts cost (a re-read of 3 parts,
         # and the write again — with the part's CUSTOM_ names ensured
         # again: up to 2 PUTs).  Never a listing of the whole cloud.
+        # ... and each transient failure the client retried, one request
+        # again (``retried``: a worker's 5xx, e.g. two agents creating one
+        # CUSTOM_ trait at once).
         retried = first["conflicts"]
-        assert first["requests"]["POST"] == NODES
+        again = first["retried"] + first["trait_races"]
+        assert NODES <= first["requests"]["POST"] <= NODES + again, first
         assert 3 * NODES + 3 <= first["requests"]["PUT"] <= \
-            3 * NODES + 3 + 2 * retried
-        assert first["requests"]["GET"] <= 2 + NODES + 3 * retried
+            3 * NODES + 3 + 2 * retried + again, first
+        assert first["requests"]["GET"] <= \
+            2 + NODES + 3 * retried + again, first
         # After the writer stopped: one cycle re-reads what it touched,
-        # the next is one read (member_of) for all 100 roots.
+        # the next is one read (member_of) for all 60 roots.
         assert later[-1]["requests"] == {"GET": 1}
