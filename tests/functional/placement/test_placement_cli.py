@@ -295,17 +295,21 @@ def config(tmp_path, text: str) -> list[str]:
     return ["--config-file", str(path)]
 
 
+def keystone_config(tmp_path, auth_url: str, *, password: str = "secret",
+                    extra: str = "") -> list[str]:
+    """``--config-file`` with a ``[placement]`` section that logs in to
+    keystone at ``auth_url`` as nova (``extra``: more of its lines)."""
+    lines = ["[placement]", "auth_type = password", f"auth_url = {auth_url}",
+             "username = nova", f"password = {password}",
+             "project_name = service", "user_domain_id = default",
+             "project_domain_id = default",
+             *textwrap.dedent(extra).splitlines()]
+    return config(tmp_path, "\n".join(lines) + "\n")
+
+
 def test_the_placement_section_logs_in_with_keystone(
         tmp_path, state_dir, keystone, placement, api, capsys):
-    conf = config(tmp_path, f"""\
-        [placement]
-        auth_type = password
-        auth_url = {keystone.url}/v3
-        username = nova
-        password = secret
-        project_name = service
-        user_domain_id = default
-        project_domain_id = default
+    conf = keystone_config(tmp_path, f"{keystone.url}/v3", extra="""\
         region_name = RegionOne
         valid_interfaces = internal
         """)
@@ -334,16 +338,8 @@ def test_the_placement_section_refuses_what_keystone_would_not_take(
     assert cli.main(["sync", *typo, *FAKE]) == 2
     assert "[placement] usrname in " in capsys.readouterr().err
 
-    refused = config(tmp_path, f"""\
-        [placement]
-        auth_type = password
-        auth_url = {keystone.url}/v3
-        username = nova
-        password = wrong
-        project_name = service
-        user_domain_id = default
-        project_domain_id = default
-        """)
+    refused = keystone_config(tmp_path, f"{keystone.url}/v3",
+                              password="wrong")
     assert cli.main(["sync", *refused, *FAKE]) == 2
     err = capsys.readouterr().err
     assert err.startswith("virtdriver: keystone refused the [placement] "

@@ -14,7 +14,8 @@ import os_traits
 import pytest
 from fault_servers import BrokenKeystone, Proxy, make_ca, server_context
 from placement_helpers import Api, Host, assert_placement_equals
-from test_placement_cli import config, run_sync, state_dir  # noqa: F401
+from test_placement_cli import (  # noqa: F401
+    config, keystone_config, run_sync, state_dir)
 
 from virtdriver.drivers.ironic import IronicDriver
 from virtdriver.placement import transport
@@ -151,17 +152,7 @@ def test_keystone_answering_5xx_is_unreachable_not_refused(
     first request's token: pending, exit 3, after the retries."""
     keystone = BrokenKeystone(answer)
     endpoint = f"endpoint_override = {placement.url}" if override else ""
-    conf = config(tmp_path, f"""\
-        [placement]
-        auth_type = password
-        auth_url = {keystone.url}/v3
-        username = nova
-        password = secret
-        project_name = service
-        user_domain_id = default
-        project_domain_id = default
-        {endpoint}
-        """)
+    conf = keystone_config(tmp_path, f"{keystone.url}/v3", extra=endpoint)
     try:
         status, _, err = run_sync(capsys, *conf, *FAKE)
     finally:
