@@ -197,6 +197,10 @@ def agent(url: str, inventory: str, state_dir: str, cycles: int,
             "retried": client.retried - retried,
             # Placement's trait race (a 500) retried as a conflict.
             "trait_races": client.trait_races - races,
+            # Writes refused for a CUSTOM_ name Placement had answered as
+            # existing (its resource-class creation race on PostgreSQL),
+            # retried after creating the names again.
+            "names_recreated": result.names_recreated,
             "sync_seconds": result.seconds,
             "seconds": time.monotonic() - started,
             "errors": [o.describe() for o in result.errors][:5],

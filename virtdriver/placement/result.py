@@ -136,6 +136,12 @@ class SyncResult:
         reason: why the sync is pending, or the error that stopped it.
         counts: the requests this sync sent.
         conflicts: generation conflicts retried, over all providers.
+        names_recreated: writes refused for a ``CUSTOM_`` name believed to
+            exist, retried after creating the plan's names again (a name
+            someone deleted, or one Placement answered as existing but had
+            not created: its concurrent resource-class creation on
+            PostgreSQL can); each cost the refused write, a ``PUT`` per
+            name and the write again.
         seconds: wall time.
         foreign: uuids of providers in our trees that are someone else's,
             left exactly as they are.
@@ -149,6 +155,7 @@ class SyncResult:
     counts: RequestCounts = field(
         default_factory=lambda: RequestCounts({}))
     conflicts: int = 0
+    names_recreated: int = 0
     seconds: float = 0.0
     foreign: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()

@@ -206,6 +206,7 @@ class _Run:
         self.sleep = sleep
         self.outcomes: dict[str, OutcomeBuilder] = {}
         self.conflicts = 0
+        self.names_recreated = 0
         self.missing: set[str] = set()   # desired, not in Placement
         self.foreign: list[str] = []
         self.placement_of = placement_of
@@ -229,7 +230,7 @@ class _Run:
             outcomes=tuple(o.build() for o in self.outcomes.values()),
             pending=pending, reason=reason,
             counts=self.client.counts - before, conflicts=self.conflicts,
-            seconds=time.monotonic() - started, foreign=tuple(self.foreign),
+            names_recreated=self.names_recreated, seconds=time.monotonic() - started, foreign=tuple(self.foreign),
             notes=tuple(notes + self.notes), dry_run=self.dry_run)
 
     def _run(self) -> None:
@@ -490,6 +491,7 @@ class _Run:
             traits, classes = custom_names(plan)
             if not (traits or classes):
                 raise
+            self.names_recreated += 1
             self._ensure_names(plan, force=True)
             return self.client.put_part(uuid, part, generation, payload)
 

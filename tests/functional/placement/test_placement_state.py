@@ -160,6 +160,9 @@ def test_a_file_claiming_custom_names_exist_does_not_break_the_sync(
     assert result.ok, result.describe()
     cell = host.tree.providers()[1]
     assert "CUSTOM_MEM_PAGE_SIZE_2048" in api.inventories(cell.uuid)
+    # The first cell's write was refused, the names created, the write
+    # retried; the other cell's went through at once.
+    assert result.names_recreated == 1
 
 
 def test_a_state_of_another_placement_is_not_trusted(host, client, api):
