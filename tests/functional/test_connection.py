@@ -198,7 +198,7 @@ def test_the_embed_root_is_held_once_released_and_then_kept(libvirt_open,
 
     def other_process():
         with held_by_other(lock):
-            release.wait(5)
+            release.wait(60)
 
     other = threading.Thread(target=other_process)
     other.start()
@@ -206,7 +206,7 @@ def test_the_embed_root_is_held_once_released_and_then_kept(libvirt_open,
         time.sleep(0.01)
     threading.Timer(0.3, release.set).start()
 
-    conn, choice = connection.open_connection(lock_timeout=10)
+    conn, choice = connection.open_connection(lock_timeout=60)
     other.join()
 
     assert conn is libvirt_open.result

@@ -35,11 +35,15 @@ def start_agent(state, *args: str) -> subprocess.Popen:
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def wait_for(predicate, timeout: float = 10.0) -> None:
+def wait_for(predicate, what: str, log=None, timeout: float = 60.0) -> None:
+    """Wait for ``predicate`` (``what`` it means) with a generous deadline;
+    the failure names it and ends with the agent's log."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
+            seen = log.read_text()[-1500:] if log and log.exists() else ""
+            raise AssertionError(f"{timeout:.0f} s without {what}; the "
+                                 f"agent's log ends: {seen!r}")
         time.sleep(0.002)
 
 
@@ -55,10 +59,10 @@ def test_three_cycles_then_sigterm(tmp_path, placement):
     proc = start_agent(tmp_path / "state", "--placement-url", placement.url,
                        "--interval", "0.2", "--log-file", str(log), *FAKE)
     try:
-        wait_for(lambda: len(cycle_lines(log)) >= 3)
+        wait_for(lambda: len(cycle_lines(log)) >= 3, "3 cycle lines", log)
     finally:
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=10)
+        out, err = proc.communicate(timeout=60)
     assert (proc.returncode, out, err) == (0, "", "")
     lines = cycle_lines(log)
     assert "cycle 1: synced, 3 providers changed" in lines[0]
@@ -81,10 +85,11 @@ def test_sigterm_mid_cycle_leaves_whole_state_files(tmp_path, placement):
                        "--driver", "fake", "--host-spec", "numa4-large")
     # The ledger is saved by the update, before the sync: signal then.
     try:
-        wait_for(lambda: (state / "ledger-fake.json").exists())
+        wait_for(lambda: (state / "ledger-fake.json").exists(),
+                 "the agent's ledger")
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=10)
+        _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (0, "")
     # Signalled in cycle 1 (after its update, during its sync): that
     # cycle was finished and logged, and no other started.
@@ -113,7 +118,7 @@ def test_once_exits_with_the_cycle_status(tmp_path, placement, extra,
                                           status, said):
     args = ["--placement-url", placement.url, "--once", *FAKE, *extra]
     proc = start_agent(tmp_path / "state", *args)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=60)
     assert (proc.returncode, out) == (status, "")
     assert said in err and len(err.splitlines()) == 1
 
@@ -124,7 +129,7 @@ def test_once_with_placement_unreachable_is_pending(tmp_path):
         port = sock.getsockname()[1]
     proc = start_agent(tmp_path / "state", "--once", "--placement-url",
                        f"http://127.0.0.1:{port}", *FAKE)
-    out, err = proc.communicate(timeout=30)
+    out, err = proc.communicate(timeout=60)
     assert proc.returncode == 3
     assert "cycle 1: pending, Placement unavailable" in err
 
@@ -181,17 +186,20 @@ def test_sighup_reloads_at_the_next_cycle(tmp_path, placement):
                        "--config-file", str(config), *FAKE)
     said = lambda: log.read_text() if log.exists() else ""  # noqa: E731
     try:
-        wait_for(lambda: len(cycle_lines(log)) >= 1)
+        wait_for(lambda: len(cycle_lines(log)) >= 1, "a cycle line", log)
         proc.send_signal(signal.SIGHUP)
-        wait_for(lambda: "reloaded: configuration unchanged" in said())
+        wait_for(lambda: "reloaded: configuration unchanged" in said(),
+                 "'reloaded: configuration unchanged'", log)
         config.write_text("[libvirt]\ncpu_mode = host-passthrough\n")
         proc.send_signal(signal.SIGHUP)
-        wait_for(lambda: "reloaded: configuration changed" in said())
+        wait_for(lambda: "reloaded: configuration changed" in said(),
+                 "'reloaded: configuration changed'", log)
         count = len(cycle_lines(log))
-        wait_for(lambda: len(cycle_lines(log)) > count)
+        wait_for(lambda: len(cycle_lines(log)) > count,
+                 "a cycle after the reload", log)
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=10)
+        _, err = proc.communicate(timeout=60)
     assert (proc.returncode, err) == (0, "")
     assert "failed" not in said()
 
