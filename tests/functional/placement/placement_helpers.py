@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
+import sqlite3
 import uuid as uuidlib
 
 from virtdriver.drivers.fake import FakeDriver
@@ -17,9 +19,9 @@ from virtdriver.resource_tracker.tracker import ResourceTracker
 
 class Pool:
     """Placement services for the tests: one shared by most tests,
-    emptied before each (:func:`wipe`), and dedicated ones for tests that
-    stop theirs.  Starting a service costs ~0.7 s of CPU; emptying one a
-    few requests."""
+    emptied before each (:func:`empty_database`), and dedicated ones for
+    tests that stop theirs.  Starting a service costs ~0.7 s of CPU;
+    emptying one a transaction on its SQLite file."""
 
     def __init__(self, base: pathlib.Path) -> None:
         self.base = base
@@ -40,7 +42,7 @@ class Pool:
         if not self.shared.running:
             self.shared.start()
         self.shared.wait_ready()
-        wipe(self.shared.client())
+        empty_database(self.shared.db)
         return self.shared
 
     def take_own(self) -> PlacementServer:
@@ -58,35 +60,31 @@ class Pool:
                 server.stop()
 
 
-def wipe(client) -> None:
-    """Empty a Placement: providers (children first; a provider's
-    allocations only when it refuses to go, as few do), then CUSTOM_
-    traits and resource classes."""
-    from virtdriver.placement.errors import ProviderInUse
+#: What a test can add to a Placement database, emptied between tests:
+#: every row of the tables a test fills, and the CUSTOM_ traits and
+#: resource classes (the standard ones Placement syncs once a process
+#: stay).  Placement keeps nothing of these between requests (its name
+#: caches are per request), so the service sees an empty Placement.
+EMPTIED = (
+    "DELETE FROM allocations", "DELETE FROM consumers",
+    "DELETE FROM projects", "DELETE FROM users",
+    "DELETE FROM consumer_types", "DELETE FROM inventories",
+    "DELETE FROM resource_provider_traits",
+    "DELETE FROM resource_provider_aggregates",
+    "DELETE FROM placement_aggregates", "DELETE FROM resource_providers",
+    r"DELETE FROM traits WHERE name LIKE 'CUSTOM\_%' ESCAPE '\'",
+    r"DELETE FROM resource_classes WHERE name LIKE 'CUSTOM\_%' ESCAPE '\'",
+)
 
-    providers = client.list_providers()
-    parent = {p["uuid"]: p["parent_provider_uuid"] for p in providers}
 
-    def depth(uuid):
-        return 0 if parent[uuid] is None else 1 + depth(parent[uuid])
-
-    for uuid in sorted(parent, key=depth, reverse=True):
-        try:
-            client.delete_provider(uuid)
-        except ProviderInUse:
-            body = client.request("GET",
-                                  f"/resource_providers/{uuid}/allocations")
-            for consumer in body["allocations"]:
-                client.request("DELETE", f"/allocations/{consumer}")
-            client.delete_provider(uuid)
-    body = client.request("GET", "/traits",
-                          params={"name": "startswith:CUSTOM_"})
-    for name in body["traits"]:
-        client.request("DELETE", f"/traits/{name}")
-    body = client.request("GET", "/resource_classes")
-    for rc in body["resource_classes"]:
-        if rc["name"].startswith("CUSTOM_"):
-            client.request("DELETE", f"/resource_classes/{rc['name']}")
+def empty_database(db: pathlib.Path) -> None:
+    """Empty the shared service's SQLite database in one transaction (a
+    few hundred requests a run fewer than emptying it through the API:
+    a tenth of the Placement tests' requests, all Placement CPU)."""
+    with contextlib.closing(sqlite3.connect(db, timeout=60)) as connection:
+        with connection:
+            for statement in EMPTIED:
+                connection.execute(statement)
 
 
 class Api:
