@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import pathlib
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from virtdriver.placement.sync import Syncer
 from virtdriver.render.sync import summary
 from virtdriver.resource_tracker.results import UpdateAllError
 from virtdriver.resource_tracker.tracker import LOCK_FILE, ResourceTracker
+from virtdriver.stop_request import StopRequest
 
 LOG = logging.getLogger(__name__)
 
@@ -141,7 +141,7 @@ class Agent:
         self._log = log
         self._classify = classify
         self.setup = load()
-        self._stop = threading.Event()
+        self._stop = StopRequest()
         self._reload = False
         self._in_cycle = False
         self.cycles = 0

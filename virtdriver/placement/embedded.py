@@ -37,6 +37,8 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from virtdriver.stop_request import StopRequest
+
 #: The only address the service listens on: it has no authentication.
 HOST = "127.0.0.1"
 #: Threads of each gunicorn worker with ``--workers N --threads``.
@@ -273,14 +275,21 @@ def serve(db: str | os.PathLike[str], *, port: int = 0,
                                        server_class=server_class,
                                        handler_class=QuietHandler)
 
-    def stop(*_: object) -> None:
-        # Not sys.exit: wsgiref's handler swallows it mid-request.  The
-        # loop ends after the request in hand (shutdown() must be called
-        # from another thread than serve_forever's).
-        threading.Thread(target=server.shutdown, daemon=True).start()
+    # Not sys.exit: wsgiref's handler swallows it mid-request.  The loop
+    # ends after the request in hand; shutdown() must come from another
+    # thread than serve_forever's, started now: a thread started in the
+    # handler could wait for a lock the interrupted loop holds (it starts
+    # a thread per request with --threads).
+    stopping = StopRequest()
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    def shut_down_when_asked() -> None:
+        while not stopping.wait(3600):
+            pass
+        server.shutdown()
+
+    threading.Thread(target=shut_down_when_asked, daemon=True).start()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGINT, lambda *_: stopping.set())
     announce(server.server_address[1])
     try:
         server.serve_forever(poll_interval=0.05)

@@ -230,7 +230,8 @@ class _Run:
             outcomes=tuple(o.build() for o in self.outcomes.values()),
             pending=pending, reason=reason,
             counts=self.client.counts - before, conflicts=self.conflicts,
-            names_recreated=self.names_recreated, seconds=time.monotonic() - started, foreign=tuple(self.foreign),
+            names_recreated=self.names_recreated,
+            seconds=time.monotonic() - started, foreign=tuple(self.foreign),
             notes=tuple(notes + self.notes), dry_run=self.dry_run)
 
     def _run(self) -> None:
