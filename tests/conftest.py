@@ -57,12 +57,33 @@ def pytest_xdist_make_scheduler(config, log):
 
 def pytest_collection_modifyitems(config, items):
     """Refuse a test whose fixtures belong to another unit of work than
-    :mod:`tests.xdist_scopes` gives it (it would repeat their cost)."""
+    :mod:`tests.xdist_scopes` gives it (it would repeat their cost); and
+    without the corpus, skip a test parametrized over its (now no) files
+    with :data:`tests.corpus.MISSING`, not pytest's "got empty parameter
+    set"."""
     problems = [problem for item in items
                 if (problem := xdist_scopes.misplaced(
                     item.nodeid, getattr(item, "fixturenames", ())))]
     if problems:
         raise pytest.UsageError("\n".join(problems))
+    if CORPUS.is_dir():
+        return
+    for item in items:
+        if _empty_parameters(item) and _reads_the_corpus(item):
+            item.add_marker(pytest.mark.skip(reason=corpus.MISSING),
+                            append=False)
+
+
+def _empty_parameters(item) -> bool:
+    return any(str(mark.kwargs.get("reason", "")).startswith(
+        "got empty parameter set") for mark in item.iter_markers("skip"))
+
+
+def _reads_the_corpus(item) -> bool:
+    module = getattr(item, "module", None)
+    return module is not None and any(
+        value is corpus or value is CORPUS or value is corpus.corpus_files
+        for value in vars(module).values())
 
 
 @pytest.hookimpl(wrapper=True)

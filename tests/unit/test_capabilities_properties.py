@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from tests.corpus import CORPUS, corpus_files
+from tests.corpus import MISSING, corpus_files
 from virtdriver.capabilities import (
     CapabilityXMLError, DomainCapabilities, HostCapabilities,
     parse_domain_capabilities, parse_host_capabilities)
@@ -675,8 +675,7 @@ CORPUS_FILES = [(path, parse_host_capabilities) for path in HOST_FILES] + [
     (path, parse_domain_capabilities) for path in DOMAIN_FILES]
 _BYTES = {path: path.read_bytes() for path, _ in CORPUS_FILES}
 
-needs_corpus = pytest.mark.skipif(
-    not CORPUS_FILES, reason=f"libvirt corpus not found at {CORPUS}")
+needs_corpus = pytest.mark.skipif(not CORPUS_FILES, reason=MISSING)
 
 #: Byte strings that make trouble when spliced anywhere.
 SPLICES = [
