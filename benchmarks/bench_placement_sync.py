@@ -61,7 +61,7 @@ from virtdriver.fakelibvirt.connection import (  # noqa: E402
     register_host, unregister_host)
 from virtdriver.fakelibvirt.presets import preset_documents  # noqa: E402
 from virtdriver.fakelibvirt.swap import use_fakelibvirt  # noqa: E402
-from virtdriver.placement.embedded import PlacementServer  # noqa: E402
+from virtdriver.placement.loopback import PlacementServer  # noqa: E402
 from virtdriver.placement.ownership import TrackerOwnership  # noqa: E402
 from virtdriver.placement.sync import Syncer  # noqa: E402
 from virtdriver.placement.workers import timings  # noqa: E402

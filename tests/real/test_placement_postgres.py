@@ -34,7 +34,7 @@ import psycopg2
 import pytest
 
 import placement_agents as agents
-from virtdriver.placement.embedded import PlacementServer
+from virtdriver.placement.loopback import PlacementServer
 from virtdriver.placement.workers import timings
 
 pytestmark = pytest.mark.real

@@ -37,7 +37,7 @@ def run_placement_serve(args: argparse.Namespace,
     """Serve the embedded Placement until a signal; exit 0."""
     from virtdriver.cli.sync import EMBEDDED_DB
     from virtdriver.filelock import exclusive_lock
-    from virtdriver.placement.embedded import HOST, serve
+    from virtdriver.placement.loopback import HOST, serve
     from virtdriver.resource_tracker.tracker import LOCK_FILE
     from virtdriver.state_dir import StateDirError, state_dir
 

@@ -14,8 +14,8 @@ one ``placement-request`` line on stderr (the service's log) with the
 worker's pid, method, path, status, wall and CPU seconds, so tests and
 benchmarks can tell workers apart and read Placement's own cost.
 
-Used through :class:`~.embedded.PlacementServer` (``workers=N``) or
-``python -m virtdriver.placement.embedded --db URL --workers N``.
+Used through :class:`~.loopback.PlacementServer` (``workers=N``) or
+``python -m virtdriver.placement.loopback --db URL --workers N``.
 gunicorn comes with the ``test`` extra (``pip install gunicorn``).
 """
 

@@ -16,7 +16,7 @@ import importlib.util
 import pytest
 from placement_helpers import Api, Host, Pool
 
-from virtdriver.placement.embedded import PlacementServer
+from virtdriver.placement.loopback import PlacementServer
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import sqlite3
 import uuid as uuidlib
 
 from virtdriver.drivers.fake import FakeDriver
-from virtdriver.placement.embedded import PlacementServer
+from virtdriver.placement.loopback import PlacementServer
 from virtdriver.placement.marker import agent_aggregate
 from virtdriver.placement.ownership import TrackerOwnership
 from virtdriver.placement.result import SyncResult

@@ -13,8 +13,9 @@ from virtdriver.placement import errors
 from virtdriver.placement.client import (
     MAX_VERSION, MIN_VERSION, PlacementClient, version_text)
 from virtdriver.placement.embedded import (
-    HOST, IN_PROCESS_URL, EmbeddedError, PlacementServer, WSGITransport,
-    build_app, in_process_client)
+    HOST, IN_PROCESS_URL, EmbeddedError, WSGITransport, build_app,
+    in_process_client)
+from virtdriver.placement.loopback import PlacementServer
 from virtdriver.placement.state import SyncState
 from virtdriver.placement.sync import sync
 

@@ -56,7 +56,7 @@ def test_steady_state_across_a_process_restart(host, placement, client):
     script = textwrap.dedent("""
         import json, pathlib, sys
         from virtdriver.drivers.fake import FakeDriver
-        from virtdriver.placement.embedded import PlacementServer
+        from virtdriver.placement.loopback import PlacementServer
         from virtdriver.placement.ownership import TrackerOwnership
         from virtdriver.placement.sync import sync_state_dir
         from virtdriver.resource_tracker.tracker import ResourceTracker
