@@ -32,6 +32,7 @@ class StopRequest:
             pass
 
     def is_set(self) -> bool:
+        """Whether a stop was asked for."""
         return self._requested
 
     def wait(self, timeout: float) -> bool:
