@@ -39,7 +39,8 @@ from virtdriver.drivers.base import ComputeDriver, DriverError
 from virtdriver.filelock import exclusive_lock
 from virtdriver.placement.client import PlacementClient
 from virtdriver.placement.ownership import TrackerOwnership
-from virtdriver.placement.reshape import ClaimsPlacement
+from virtdriver.placement.allocations import PlacementAllocations
+from virtdriver.placement.reshape import ClaimsPlacement, DriverPlacement
 from virtdriver.placement.result import SyncResult
 from virtdriver.placement.sync import Syncer
 from virtdriver.render.sync import summary
@@ -221,7 +222,8 @@ class Agent:
             result = state.syncer.sync(
                 state.tracker.tree, owned_for=state.owned,
                 remove=state.owned.gone,
-                placement_of=ClaimsPlacement(state.tracker))
+                placement_of=DriverPlacement(state.tracker.reshapes,
+                                             ClaimsPlacement(state.tracker)))
             state.owned.synced(result)
         report.result = result
         if result.pending:
@@ -289,6 +291,9 @@ class _State:
                 provider_config=setup.provider_config)
             self.owned = TrackerOwnership(self.tracker)
             self.syncer = Syncer(setup.connect(), setup.directory)
+            # A driver's reshape reads the allocations from Placement.
+            self.tracker.allocations = PlacementAllocations(
+                lambda: self.syncer.client)
         except BaseException:
             self.close()
             raise
