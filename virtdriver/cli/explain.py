@@ -39,11 +39,14 @@ class NodeTraits:
         label: the node, in words (``node 'cmp1' of driver 'example'``).
         report: the driver's trait report for the node.
         configured: trait → the provider config line naming it.
+        status: ``node N: disabled since …`` when an operator disabled
+            the node (``virtdriver disable``), else empty.
     """
 
     label: str
     report: TraitReport
     configured: dict[str, ConfigSource]
+    status: str = ""
 
 
 def run_explain(args: argparse.Namespace, node: NodeTraits,
@@ -57,6 +60,8 @@ def run_explain(args: argparse.Namespace, node: NodeTraits,
     else:
         answers = explain_all(node.report, node.configured)
     answers = select(answers, statuses=statuses, families=chosen)
+    if node.status and args.format != "json":
+        out.write(node.status)
     out.write(explanations(answers, args, out))
     # A name that is no trait is bad input, even beside good ones.
     invalid = [a.trait for a in answers if a.status == INVALID]
@@ -171,8 +176,10 @@ def driver_node(args: argparse.Namespace, conf) -> NodeTraits:
             "traits=None), so there is no evidence to explain; explain "
             "needs a driver that reports a TraitReport")
     uuid = tree.data(nodename).uuid if tree.exists(nodename) else None
+    from virtdriver.cli.disable import status_lines
     return NodeTraits(label, report, configured_traits(
-        conf, report.ownership, nodename, uuid))
+        conf, report.ownership, nodename, uuid),
+        status_lines(args.driver, [nodename]))
 
 
 def report_families(report: TraitReport) -> frozenset[str]:

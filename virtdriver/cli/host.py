@@ -62,8 +62,10 @@ def host_traits(conf, report: TraitReport, choice: URIChoice,
     for its compute node (named by a replayed snapshot's recorded host,
     else ``[DEFAULT] host``, else the machine's name)."""
     name = host_name(conf, getattr(args, "recorded_host", None))
+    from virtdriver.cli.disable import status_lines
     return NodeTraits(f"this host ({choice.uri})", report, configured_traits(
-        conf, report.ownership, name, node_uuid(name)))
+        conf, report.ownership, name, node_uuid(name)),
+        status_lines("libvirt", [name]))
 
 
 def cpu_map_from(directory: str | None) -> CPUModelCatalog:

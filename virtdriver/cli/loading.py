@@ -106,8 +106,23 @@ def host_tree(driver: ComputeDriver, driver_name: str, conf) -> ProviderTree:
     empty one, as ``report`` shows it: a scratch ledger, thrown away
     (showing a tree must not change the real one)."""
     with tempfile.TemporaryDirectory(dir=scratch_parent()) as scratch:
+        _copy_node_status(driver_name, pathlib.Path(scratch))
         tracker = ResourceTracker(driver, state_dir=pathlib.Path(scratch),
                                   driver_name=driver_name,
                                   provider_config=provider_config(conf))
         tracker.update_all()
     return tracker.tree
+
+
+def _copy_node_status(driver_name: str, scratch: pathlib.Path) -> None:
+    """The real state directory's disabled nodes, into the scratch one, so
+    the tree shown has ``COMPUTE_STATUS_DISABLED`` where a sync puts it."""
+    from virtdriver.resource_tracker.node_status import NodeStatusFile
+    from virtdriver.state_dir import StateDirError, state_dir
+
+    try:
+        status = NodeStatusFile(state_dir(), driver_name).read()
+    except (StateDirError, ValueError, OSError):
+        return
+    if status:
+        NodeStatusFile(scratch, driver_name).save(status)

@@ -55,10 +55,12 @@ def stable_roots(tree: ProviderTree, driver: ComputeDriver) -> Iterator[None]:
 
 
 def root_traits(current: frozenset[str], *, disabled: bool,
-                proven: frozenset[str] | None) -> tuple[frozenset[str],
-                                                        frozenset[str]]:
-    """The root's traits with the tracker's applied, and the tracker's
-    traits to record in the ledger (those it set and that are present).
+                proven: frozenset[str] | None
+                ) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """The root's traits with the tracker's applied, the tracker's traits
+    to record in the ledger (those it set and that are present), and
+    those it takes off (Placement must lose them too, even if this tree,
+    new in this process, never had them).
 
     Args:
         current: the root's traits after the driver and the settlement.
@@ -69,14 +71,18 @@ def root_traits(current: frozenset[str], *, disabled: bool,
     traits = set(current)
     traits.add(os_traits.COMPUTE_NODE)
     status = os_traits.COMPUTE_STATUS_DISABLED
+    released = _NONE
     if disabled:
         traits.add(status)
     elif proven is not None and status in proven:
         traits.discard(status)
+        released = _DISABLED
     # Enabled, a COMPUTE_STATUS_DISABLED still there is someone else's.
     ours = _DISABLED_OURS if disabled else _NODE_ONLY
-    return frozenset(traits), ours
+    return frozenset(traits), ours, released
 
 
+_NONE: frozenset[str] = frozenset()
+_DISABLED = frozenset({os_traits.COMPUTE_STATUS_DISABLED})
 _NODE_ONLY = frozenset({os_traits.COMPUTE_NODE})
 _DISABLED_OURS = TRACKER_TRAITS

@@ -553,9 +553,8 @@ class ResourceTracker:
                           answered=answered)
         if not is_root:
             return done, _EMPTY
-        traits, tracker_part = root_traits(done.traits, disabled=disabled,
-                                           proven=proven)
-        gone = done.traits - traits
+        traits, tracker_part, gone = root_traits(
+            done.traits, disabled=disabled, proven=proven)
         if gone:
             self._pending.released.setdefault(uuid, set()).update(gone)
         if traits != done.traits:
