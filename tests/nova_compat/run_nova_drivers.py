@@ -44,7 +44,7 @@ import uuid as uuidlib
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from run_nova_tests import CHECKOUT, NOVA, _make_venv  # noqa: E402
+from run_nova_tests import CHECKOUT, _make_venv  # noqa: E402
 
 _INSIDE = "--inside-nova-venv"
 DRIVERS = {
@@ -146,7 +146,8 @@ class Checks:
         self.sync_twice("nova-fake", "fake-host-1", self.fake_checks)
         self.sync_twice("nova-nested", "fake-host-2", self.nested_checks)
         self.reshape()
-        print(f"\n{'all checks passed' if not self.failed else f'{self.failed} check(s) failed'}")
+        print("\nall checks passed" if not self.failed
+              else f"\n{self.failed} check(s) failed")
         return 1 if self.failed else 0
 
     # -- the drivers -------------------------------------------------------
