@@ -263,7 +263,7 @@ class ResourceTracker:
         with self._state_lock(), self.tree.lock:
             ledger = self._ledger_file.read()
             status = self._status_file.read()
-            if status is not self._status:   # disabled or enabled since
+            if status != self._status:   # disabled or enabled since
                 self._marks = Marks()
             self._status = status
             applied = [self.provider_config.read_record()]
