@@ -41,6 +41,7 @@ from virtdriver.drivers.base import (
 from virtdriver.drivers.host_resources import (
     HostResourceError, HostResources, host_resources)
 from virtdriver.drivers.host_tree import publish_host
+from virtdriver.drivers.nova_tree import NovaProfile, publish_nova
 from virtdriver.drivers.libvirt.capabilities import LIBVIRT_CAPABILITIES
 from virtdriver.drivers.libvirt.connection import (
     LibvirtConnectionError, state_dir)
@@ -65,6 +66,9 @@ NOT_REPORTED = ("online CPUs not reported by libvirt, so every CPU the host "
 ROOT_UUID_KIND = "compute-node"
 #: ``disk_gb`` meaning: read the state directory's filesystem.
 READ_DISK = "read"
+#: Tree profiles: NUMA cells as children (virtdriver's), or Nova's flat
+#: root (:mod:`virtdriver.drivers.nova_tree`).
+PROFILES = ("numa", "nova")
 
 
 class LibvirtDriver(ComputeDriver):
@@ -78,8 +82,14 @@ class LibvirtDriver(ComputeDriver):
         nested: NUMA cells as child providers (default) or all on the root.
         disk_gb: the disk size (GiB) to report as ``DISK_GB``: the
             default :data:`READ_DISK` reads it (:func:`host_disk_gb`); a
-            number is a recorded size (a replayed snapshot's); ``None``
+            number is a recorded size (a replayed snapshot's); a callable
+            is asked on every update (Nova's storage backends); ``None``
             reports no ``DISK_GB`` (not known).
+        profile: ``numa`` (default: ``nested`` says where cells go) or
+            ``nova``: Nova's flat root (:mod:`..nova_tree`).
+        nova_profile: Nova's reporting options for the ``nova`` profile
+            (default: Nova's defaults, the ratios and reservations of
+            ``conf``).
     """
 
     capabilities = LIBVIRT_CAPABILITIES
@@ -90,7 +100,14 @@ class LibvirtDriver(ComputeDriver):
                  uri: str | None = None,
                  session: LibvirtSession | None = None,
                  nested: bool = True,
-                 disk_gb: int | str | None = READ_DISK) -> None:
+                 disk_gb: Any = READ_DISK,
+                 profile: str = "numa",
+                 nova_profile: NovaProfile | None = None) -> None:
+        if profile not in PROFILES:
+            raise DriverError(f"unknown tree profile {profile!r}; use one "
+                              f"of {', '.join(PROFILES)}")
+        self._profile = profile
+        self._nova_profile = nova_profile
         self._conf = conf
         self._disk_gb = disk_gb
         self._disk = DiskConfig()
@@ -178,16 +195,41 @@ class LibvirtDriver(ComputeDriver):
                              allocations: Mapping[str, Any] | None = None
                              ) -> None:
         """Publish the host: root with DISK_GB and host traits, one child
-        per NUMA cell with CPUs, memory, huge pages and CPU traits."""
+        per NUMA cell with CPUs, memory, huge pages and CPU traits; or,
+        with the ``nova`` profile, everything on the root, Nova's way."""
         self.require_node(nodename)
         reading = self._reading()
         resources, unknown = self._resources(reading)
+        report = self._report(reading, resources, unknown)
+        if self._profile == "nova":
+            publish_nova(tree, nodename, resources=resources, report=report,
+                         profile=self.nova_profile(), disk_gb=self._disk_size(),
+                         node_uuid=node_uuid(nodename))
+            return
         publish_host(tree, nodename, host=reading.host, resources=resources,
-                     report=self._report(reading, resources, unknown),
-                     node_uuid=node_uuid(nodename),
-                     disk_gb=(host_disk_gb() if self._disk_gb == READ_DISK
-                              else self._disk_gb),
-                     disk=self._disk, nested=self._nested)
+                     report=report, node_uuid=node_uuid(nodename),
+                     disk_gb=self._disk_size(), disk=self._disk,
+                     nested=self._nested)
+
+    def nova_profile(self) -> NovaProfile:
+        """The ``nova`` profile's options: those given, else virtdriver's
+        ratios and reservations (set, so they win as Nova's would)."""
+        if self._nova_profile is not None:
+            return self._nova_profile
+        pinning = pinning_config(self._conf)
+        return NovaProfile(
+            cpu_allocation_ratio=pinning.cpu_allocation_ratio,
+            ram_allocation_ratio=pinning.ram_allocation_ratio,
+            disk_allocation_ratio=self._disk.allocation_ratio,
+            reserved_host_memory_mb=pinning.reserved_host_memory_mb,
+            reserved_disk_gb=self._disk.reserved_gb)
+
+    def _disk_size(self) -> int | None:
+        if self._disk_gb == READ_DISK:
+            return host_disk_gb()
+        if callable(self._disk_gb):
+            return self._disk_gb()
+        return self._disk_gb
 
     def node_resources(self, nodename: str) -> HostResources:
         """The host's NUMA cells as the tree publishes them (from the

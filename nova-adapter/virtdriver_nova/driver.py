@@ -1,0 +1,139 @@
+"""Nova's ``LibvirtDriver`` whose resource reporting is virtdriver's.
+
+Everything but :meth:`LibvirtDriver.update_provider_tree` is Nova's own
+libvirt driver.  ``update_provider_tree`` hands the compute node root to
+virtdriver's libvirt driver with the "nova" tree profile
+(:mod:`virtdriver.drivers.nova_tree`), reading Nova's own libvirt
+connection (``self._host.get_connection()``) and Nova's options
+(:func:`virtdriver.conf.nova.from_nova_conf`).  virtdriver's driver is
+built once per node; its reading is cached and re-read when libvirt's or
+the hypervisor's version changes, the online CPUs on every periodic.
+
+What virtdriver does not model is delegated to Nova's code, as Nova's
+driver runs it: ``DISK_GB``'s size (Nova's storage backends), vGPU
+providers, virtual persistent memory and memory-encryption (SEV/TDX)
+inventories.  The VCPU to PCPU reshape is virtdriver's, through Nova's
+protocol: ``ReshapeNeeded`` when there are no allocations, then the
+allocations Nova gives are moved.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+
+from nova import context as nova_context
+from nova import exception
+from nova import objects
+from nova.objects import fields
+from nova.virt.libvirt import driver as nova_libvirt
+
+import nova.conf
+
+from virtdriver.conf.nova import from_nova_conf
+from virtdriver.conf.reader import ConfigError
+from virtdriver.drivers.base import DriverError
+from virtdriver.drivers.libvirt.connection import URIChoice
+from virtdriver.drivers.libvirt.driver import LibvirtDriver as VDLibvirt
+from virtdriver.drivers.libvirt.session import LibvirtSession
+from virtdriver.drivers.nova_tree import (
+    move_vcpu_to_pcpu, nova_inventory, pcpu_reshape_needed)
+
+CONF = nova.conf.CONF
+LOG = logging.getLogger(__name__)
+
+
+class LibvirtDriver(nova_libvirt.LibvirtDriver):
+    """Nova's libvirt driver; resource reporting by virtdriver."""
+
+    def __init__(self, virtapi, read_only=False):
+        super().__init__(virtapi, read_only)
+        self._virtdriver: dict[str, VDLibvirt] = {}
+
+    def _reporter(self, nodename: str) -> VDLibvirt:
+        """virtdriver's libvirt driver for ``nodename``, built once."""
+        reporter = self._virtdriver.get(nodename)
+        if reporter is not None:
+            return reporter
+        try:
+            conf, profile = from_nova_conf(CONF)
+        except ConfigError as exc:
+            raise exception.NovaException(
+                f"virtdriver: {exc}; fix nova.conf") from exc
+        host = self._host
+
+        def opener(_uri):
+            return host.get_connection(), URIChoice(
+                host._uri, "Nova's own libvirt connection")
+
+        reporter = VDLibvirt(
+            conf=conf, session=LibvirtSession(opener=opener),
+            profile="nova", nova_profile=profile,
+            disk_gb=lambda: int(self._get_local_gb_info()["total"]))
+        try:
+            reporter.init_host(nodename)
+        except DriverError as exc:
+            raise exception.NovaException(f"virtdriver: {exc}") from exc
+        self._virtdriver[nodename] = reporter
+        return reporter
+
+    def update_provider_tree(self, provider_tree, nodename, allocations=None):
+        """The compute node root as virtdriver's "nova" profile reports
+        it (module doc); ``ReshapeNeeded`` when pinned guests' ``VCPU``
+        must become ``PCPU`` and no allocations were given."""
+        reporter = self._reporter(nodename)
+        root = provider_tree.data(nodename)
+        before = dict(root.inventory)
+        try:
+            wanted = nova_inventory(
+                reporter.node_resources(nodename), reporter.nova_profile(),
+                before, None)
+            if pcpu_reshape_needed(before, wanted, self._has_pinned):
+                if allocations is None:
+                    LOG.info("virtdriver: %s gains PCPU inventory while "
+                             "pinned guests hold VCPU; asking for a "
+                             "reshape", nodename)
+                    raise exception.ReshapeNeeded()
+                pinned = self._pinned_instances()
+                moved = move_vcpu_to_pcpu(allocations, root.uuid,
+                                          pinned.__contains__)
+                LOG.info("virtdriver: moved VCPU to PCPU for %d pinned "
+                         "guests on %s", len(moved), nodename)
+            reporter.update_provider_tree(provider_tree, nodename)
+        except DriverError as exc:
+            raise exception.NovaException(f"virtdriver: {exc}") from exc
+        self._nova_extras(provider_tree, nodename, allocations)
+        # Nova's spawn and claims read the tree the driver last reported.
+        self.provider_tree = copy.deepcopy(provider_tree)
+
+    def _nova_extras(self, provider_tree, nodename, allocations):
+        """What virtdriver does not model, by Nova's own code: vGPU
+        children, vPMEM and memory-encryption inventories (each does
+        nothing on a host without them)."""
+        self._update_provider_tree_for_vgpu(
+            provider_tree, nodename, allocations=allocations)
+        inventory = dict(provider_tree.data(nodename).inventory)
+        resources = {}
+        if self._vpmems_by_rc:
+            from collections import defaultdict
+            resources = defaultdict(set)
+            self._update_provider_tree_for_vpmems(
+                provider_tree, nodename, inventory, resources)
+            provider_tree.update_inventory(nodename, inventory)
+            provider_tree.update_resources(nodename, resources)
+        self._update_provider_tree_for_memory_encryption(
+            provider_tree, nodename, allocations=allocations)
+
+    def _pinned_instances(self) -> set[str]:
+        """Uuids of this host's guests with dedicated CPUs."""
+        ctx = nova_context.get_admin_context()
+        instances = objects.InstanceList.get_by_host(
+            ctx, CONF.host, expected_attrs=["numa_topology"])
+        return {i.uuid for i in instances if i.numa_topology and
+                i.numa_topology.cpu_policy ==
+                fields.CPUAllocationPolicy.DEDICATED}
+
+    def _has_pinned(self) -> bool:
+        if not CONF.compute.cpu_dedicated_set:
+            return False
+        return bool(self._pinned_instances())

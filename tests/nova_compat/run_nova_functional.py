@@ -1,0 +1,318 @@
+"""Run Nova's own functional tests with virtdriver's resource reporting,
+and the same tests with Nova's own (the control).
+
+One command (from the checkout; ``./run nova-check`` runs it)::
+
+    python3 tests/nova_compat/run_nova_functional.py [--smoke] [--mode M]
+        [--venv DIR] [--results DIR] [TEST_ID ...]
+
+The Nova venv is the one ``run_nova_tests.py`` makes (``nova==34.0.0``,
+default ``.venv-nova``), extended on first use (:func:`extend_venv`)
+with what Nova's functional tests need: ``openstack-placement==16.0.0``
+(Nova's Placement fixture), Nova's test requirements, ``SQLAlchemy<2.1``
+(2.1's deprecation warnings are errors under Nova's fixtures),
+``libvirt-python`` (virtdriver's libvirt driver imports it) and Nova's
+``etc/nova`` from its sdist (its API fixture reads ``api-paste.ini`` from
+there; the wheel lacks it).  Then the adapter distribution
+(``nova-adapter/``) is installed, and each mode runs in one process
+under :mod:`unittest` with ``OS_TEST_TIMEOUT`` set:
+
+* ``control`` — Nova's tests as they are (``libvirt.LibvirtDriver``);
+* ``virtdriver`` — the same tests; Nova's ``load_compute_driver`` is
+  asked for ``virtdriver.LibvirtDriver`` wherever a test asks for
+  ``libvirt.LibvirtDriver``, and loads it the way ``nova-compute`` does
+  (``nova.virt.virtdriver``, the adapter's shim).
+
+Prints per module the tests passed in each mode, every test that passes
+in the control and not with virtdriver (with the first line of its
+error), and whether each such test is a documented exclusion
+(:data:`EXCLUSIONS`, with its cause; docs/nova.md has the evidence).
+Exit 0 when every control pass passes with virtdriver or is excluded,
+1 otherwise, 3 when the venv cannot be made.  ``--smoke`` runs
+:data:`SMOKE` only (the CI subset).  Not part of ``./run test``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from run_nova_tests import CHECKOUT, NOVA, _make_venv  # noqa: E402
+
+ADAPTER = CHECKOUT / "nova-adapter"
+#: Beyond ``run_nova_tests.TEST_LIBRARIES``: Nova's functional tests.
+FUNCTIONAL_LIBRARIES = (
+    "openstack-placement==16.0.0", "SQLAlchemy<2.1", "osprofiler",
+    "psycopg2-binary", "PyMySQL", "python-barbicanclient", "testscenarios",
+    "testresources", "stestr", "libvirt-python>=9.0.0,<13", "wheel")
+FUNCTIONAL_STAMP = ".virtdriver-nova-functional-ready"
+#: The modules (or classes) run by default.
+MODULES = (
+    "nova.tests.functional.libvirt.test_numa_servers.NUMAServersTest",
+    "nova.tests.functional.libvirt.test_numa_servers"
+    ".NUMAServersRebuildTests",
+    "nova.tests.functional.libvirt.test_numa_servers.ReshapeForPCPUsTest",
+    "nova.tests.functional.libvirt.test_numa_servers"
+    ".NUMAServersWithNetworksTest",
+    "nova.tests.functional.libvirt.test_numa_live_migration",
+    "nova.tests.functional.libvirt.test_rt_servers",
+    "nova.tests.functional.libvirt.test_report_cpu_traits"
+    ".LibvirtReportTraitsTests",
+)
+#: The CI subset: a NUMA guest, a pinned guest, the trait report.
+SMOKE = (
+    "nova.tests.functional.libvirt.test_numa_servers.NUMAServersTest"
+    ".test_create_server_with_numa_topology",
+    "nova.tests.functional.libvirt.test_numa_servers.NUMAServersTest"
+    ".test_create_server_with_dedicated_policy",
+    "nova.tests.functional.libvirt.test_report_cpu_traits"
+    ".LibvirtReportTraitsTests.test_report_cpu_traits",
+)
+#: Tests that pass in the control and are expected to fail with
+#: virtdriver: test id -> cause (evidence in docs/nova.md).
+EXCLUSIONS: dict[str, str] = {}
+TIMEOUT = "300"
+_INSIDE = "--inside-nova-venv"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Make the venv if needed, run each mode, compare."""
+    args = _parser().parse_args(argv)
+    if args.inside:
+        return _inside(args.inside, args.tests, pathlib.Path(args.results))
+    env_dir = pathlib.Path(args.venv).resolve()
+    python = env_dir / "bin" / "python"
+    try:
+        extend_venv(env_dir, python)
+    except subprocess.CalledProcessError as exc:
+        print(f"virtdriver: making the Nova venv {env_dir} failed (exit "
+              f"{exc.returncode}: {' '.join(map(str, exc.cmd[:6]))}...)",
+              file=sys.stderr)
+        print(f"check that the package index is reachable, or delete "
+              f"{env_dir} and run this again", file=sys.stderr)
+        return 3
+    tests = args.tests or list(SMOKE if args.smoke else MODULES)
+    results = pathlib.Path(args.results or tempfile.mkdtemp(
+        prefix="nova-check-"))
+    results.mkdir(parents=True, exist_ok=True)
+    modes = ("control", "virtdriver") if args.mode == "both" else (
+        args.mode,)
+    outcome = {}
+    for mode in modes:
+        started = time.monotonic()
+        log = results / f"{mode}.log"
+        with open(log, "wb") as output:
+            code = subprocess.call(
+                ["nice", "-n", "10", str(python),
+                 str(pathlib.Path(__file__)), _INSIDE, mode, "--results",
+                 str(results), *tests],
+                cwd=results, env=_environment(), stdout=output,
+                stderr=subprocess.STDOUT)
+        seconds = time.monotonic() - started
+        path = results / f"{mode}.json"
+        if not path.exists():
+            print(f"virtdriver: the {mode} run ended (exit {code}) without "
+                  f"results; see {log}", file=sys.stderr)
+            return 1
+        outcome[mode] = json.loads(path.read_text())
+        print(f"{mode}: {len(outcome[mode])} tests in {seconds:.0f} s "
+              f"(log: {log})", flush=True)
+    return _compare(outcome)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--venv", default=str(CHECKOUT / ".venv-nova"),
+                        help="the Nova venv (made on first use)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the CI subset only")
+    parser.add_argument("--mode", default="both",
+                        choices=("both", "control", "virtdriver"))
+    parser.add_argument("--results", help="where each mode's JSON goes "
+                        "(default: a new temporary directory)")
+    parser.add_argument(_INSIDE, dest="inside", help=argparse.SUPPRESS)
+    parser.add_argument("tests", nargs="*", help="test ids (modules, "
+                        "classes or tests; default: the issue's list)")
+    return parser
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ, OS_TEST_TIMEOUT=TIMEOUT,
+               PYTHONPATH=os.pathsep.join([str(CHECKOUT), str(ADAPTER)]),
+               PYTHONDONTWRITEBYTECODE="1")
+    env.pop("VIRTDRIVER_STATE_DIR", None)
+    return env
+
+
+def extend_venv(env_dir: pathlib.Path, python: pathlib.Path) -> None:
+    """``run_nova_tests``'s venv, plus what Nova's functional tests need
+    (module doc), once; the adapter is (re)installed on every run."""
+    if not (env_dir / ".virtdriver-nova-ready").exists():
+        _make_venv(env_dir, python)
+    pip = [str(python), "-m", "pip", "install", "--quiet"]
+    if not (env_dir / FUNCTIONAL_STAMP).exists():
+        print(f"adding Nova's functional-test requirements to {env_dir} "
+              "(a few minutes, once)", file=sys.stderr)
+        subprocess.run([*pip, *FUNCTIONAL_LIBRARIES], check=True)
+        _install_etc_nova(python)
+        (env_dir / FUNCTIONAL_STAMP).write_text(NOVA + "\n")
+    subprocess.run([*pip, "--no-deps", "--no-build-isolation",
+                    "--force-reinstall", str(ADAPTER)], check=True,
+                   cwd=tempfile.gettempdir())
+    shutil.rmtree(ADAPTER / "build", ignore_errors=True)
+
+
+def _install_etc_nova(python: pathlib.Path) -> None:
+    """Nova's ``etc/nova`` from its sdist, where ``$pybasedir`` (Nova's
+    default ``state_path``) points: the venv's site-packages."""
+    site = pathlib.Path(subprocess.check_output(
+        [str(python), "-c", "import nova, os; print(os.path.dirname("
+         "os.path.dirname(nova.__file__)))"], text=True).strip())
+    with tempfile.TemporaryDirectory(prefix="nova-sdist-") as scratch:
+        subprocess.run([str(python), "-m", "pip", "download", "--quiet",
+                        "--no-deps", "--no-binary", ":all:", NOVA, "-d",
+                        scratch], check=True)
+        (sdist,) = pathlib.Path(scratch).glob("nova-*.tar.gz")
+        with tarfile.open(sdist) as tar:
+            prefix = tar.getnames()[0].split("/")[0] + "/etc/nova/"
+            members = [m for m in tar.getmembers()
+                       if m.name.startswith(prefix) and m.isfile()]
+            for member in members:
+                member.name = "etc/nova/" + member.name[len(prefix):]
+            tar.extractall(site, members=members, filter="data")
+
+
+def _compare(outcome: dict) -> int:
+    modes = list(outcome)
+    print()
+    modules = sorted({_module(t) for mode in modes for t in outcome[mode]})
+    for module in modules:
+        line = [f"{module}:"]
+        for mode in modes:
+            tests = {t: r for t, r in outcome[mode].items()
+                     if _module(t) == module}
+            passed = sum(r["status"] == "pass" for r in tests.values())
+            line.append(f"{mode} {passed}/{len(tests)}")
+        print("  " + "  ".join(line))
+    if modes != ["control", "virtdriver"]:
+        return 0
+    control, ours = outcome["control"], outcome["virtdriver"]
+    lost = sorted(t for t, r in control.items() if r["status"] == "pass"
+                  and ours.get(t, {}).get("status") != "pass")
+    unexplained = [t for t in lost if t not in EXCLUSIONS]
+    for test in lost:
+        cause = EXCLUSIONS.get(test, "NOT EXCLUDED")
+        print(f"  lost: {test}\n        {cause}\n        "
+              f"{ours.get(test, {}).get('error', 'not run')}")
+    total = sum(r["status"] == "pass" for r in control.values())
+    print(f"\nvirtdriver passes {total - len(lost)} of the control's "
+          f"{total} passes; {len(lost) - len(unexplained)} excluded, "
+          f"{len(unexplained)} unexplained")
+    return 1 if unexplained else 0
+
+
+def _module(test_id: str) -> str:
+    parts = test_id.split(".")
+    return ".".join(parts[-3:-1])
+
+
+def _inside(mode: str, tests: list[str], results: pathlib.Path) -> int:
+    """In the Nova venv: run ``tests`` in this process, write JSON."""
+    import unittest
+
+    if mode == "virtdriver":
+        _load_virtdriver()
+    suite = unittest.TestSuite(
+        unittest.defaultTestLoader.loadTestsFromName(name) for name in tests)
+    result = _Recorder(unittest.runner._WritelnDecorator(sys.stdout), True,
+                       1)
+    suite.run(result)
+    result.printErrors()
+    (results / f"{mode}.json").write_text(json.dumps(result.outcome,
+                                                     indent=1))
+    passed = sum(r["status"] == "pass" for r in result.outcome.values())
+    print(f"{mode}: {passed} passed, {len(result.outcome) - passed} failed")
+    return 0
+
+
+def _load_virtdriver() -> None:
+    """Nova's ``load_compute_driver``, asked for the adapter where a test
+    asks for Nova's libvirt driver."""
+    from nova.virt import driver
+
+    nova_load = driver.load_compute_driver
+
+    def load_compute_driver(virtapi, compute_driver=None):
+        from nova.conf import CONF
+        name = compute_driver or CONF.compute_driver
+        if name == "libvirt.LibvirtDriver":
+            name = "virtdriver.LibvirtDriver"
+        return nova_load(virtapi, name)
+
+    driver.load_compute_driver = load_compute_driver
+
+
+def _status_recorder():
+    import unittest
+
+    class Recorder(unittest.TextTestResult):
+        """Each test's status and first error line, by id."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.outcome: dict[str, dict] = {}
+
+        def _note(self, test, status, err=None):
+            entry = {"status": status}
+            if err is not None:
+                text = self._exc_info_to_string(err, test).strip()
+                entry["error"] = text.splitlines()[-1][:300]
+            self.outcome[test.id()] = entry
+
+        def addSuccess(self, test):
+            super().addSuccess(test)
+            self._note(test, "pass")
+
+        def addFailure(self, test, err):
+            super().addFailure(test, err)
+            self._note(test, "fail", err)
+
+        def addError(self, test, err):
+            super().addError(test, err)
+            self._note(test, "error", err)
+
+        def addSkip(self, test, reason):
+            super().addSkip(test, reason)
+            self.outcome[test.id()] = {"status": "skip", "error": reason}
+
+        def addExpectedFailure(self, test, err):
+            super().addExpectedFailure(test, err)
+            self._note(test, "xfail")
+
+        def addUnexpectedSuccess(self, test):
+            super().addUnexpectedSuccess(test)
+            self._note(test, "pass")
+
+    return Recorder
+
+
+class _LazyRecorder:
+    def __call__(self, *args):
+        return _status_recorder()(*args)
+
+
+_Recorder = _LazyRecorder()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
