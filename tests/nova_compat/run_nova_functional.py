@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         outcome[mode] = json.loads(path.read_text())
         print(f"{mode}: {len(outcome[mode])} tests in {seconds:.0f} s "
               f"(log: {log})", flush=True)
+    _timing(results, modes)
     return _compare(outcome)
 
 
@@ -232,6 +233,7 @@ def _inside(mode: str, tests: list[str], results: pathlib.Path) -> int:
 
     if mode == "virtdriver":
         _load_virtdriver()
+    calls = _time_update_provider_tree(mode)
     suite = unittest.TestSuite(
         unittest.defaultTestLoader.loadTestsFromName(name) for name in tests)
     result = _Recorder(unittest.runner._WritelnDecorator(sys.stdout), True,
@@ -240,6 +242,7 @@ def _inside(mode: str, tests: list[str], results: pathlib.Path) -> int:
     result.printErrors()
     (results / f"{mode}.json").write_text(json.dumps(result.outcome,
                                                      indent=1))
+    (results / f"{mode}-timing.json").write_text(json.dumps(calls))
     passed = sum(r["status"] == "pass" for r in result.outcome.values())
     print(f"{mode}: {passed} passed, {len(result.outcome) - passed} failed")
     return 0
@@ -260,6 +263,55 @@ def _load_virtdriver() -> None:
         return nova_load(virtapi, name)
 
     driver.load_compute_driver = load_compute_driver
+
+
+def _time_update_provider_tree(mode: str) -> dict[str, list[float]]:
+    """Record how long each ``update_provider_tree`` call takes (the
+    driver's own, inside Nova's periodic): seconds, the first call per
+    driver and node apart from the later ones."""
+    if mode == "virtdriver":
+        from virtdriver_nova.driver import LibvirtDriver as cls
+    else:
+        from nova.virt.libvirt.driver import LibvirtDriver as cls
+    calls: dict[str, list[float]] = {"first": [], "later": []}
+    seen: set[tuple[int, str]] = set()
+    timed = cls.update_provider_tree
+
+    def update_provider_tree(self, provider_tree, nodename,
+                             allocations=None):
+        started = time.perf_counter()
+        try:
+            return timed(self, provider_tree, nodename, allocations)
+        finally:
+            key = (id(self), nodename)
+            calls["later" if key in seen else "first"].append(
+                time.perf_counter() - started)
+            seen.add(key)
+
+    cls.update_provider_tree = update_provider_tree
+    return calls
+
+
+def _timing(results: pathlib.Path, modes) -> None:
+    import statistics
+
+    rows = {}
+    for mode in modes:
+        path = results / f"{mode}-timing.json"
+        if path.exists():
+            rows[mode] = json.loads(path.read_text())
+    if not rows:
+        return
+    print("\nupdate_provider_tree in Nova's periodic (median ms):")
+    for mode, calls in rows.items():
+        parts = [f"{kind} {statistics.median(v) * 1000:.2f} "
+                 f"({len(v)} calls)" for kind, v in calls.items() if v]
+        print(f"  {mode}: " + ", ".join(parts))
+    if len(rows) == 2 and all(rows[m]["later"] for m in rows):
+        control, ours = (statistics.median(rows[m]["later"])
+                         for m in ("control", "virtdriver"))
+        print(f"  virtdriver / control (later calls): "
+              f"{ours / control:.2f}")
 
 
 def _status_recorder():

@@ -40,6 +40,8 @@ import os_resource_classes as orc
 from virtdriver.capabilities.traits.apply import apply_report
 from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.drivers.host_resources import HostResources
+from virtdriver.drivers.host_tree import cell_provider_name
+from virtdriver.drivers.identity import is_derived_child
 
 #: Nova's ``initial_*_allocation_ratio`` defaults.
 INITIAL_CPU_RATIO = 4.0
@@ -135,9 +137,22 @@ def publish_nova(tree: Any, nodename: str, *, resources: HostResources,
     if not tree.exists(nodename):
         tree.new_root(nodename, node_uuid)
     data = tree.data(nodename)
+    _remove_numa_cells(tree, data.uuid, nodename)
     tree.update_inventory(nodename, nova_inventory(
         resources, profile, data.inventory, disk_gb))
     tree.update_traits(nodename, apply_report(data.traits, report))
+
+
+def _remove_numa_cells(tree: Any, root_uuid: str, nodename: str) -> None:
+    """A node that had the NUMA-child profile: remove the cell children
+    virtdriver made (uuid derived from the root's and the name), never a
+    provider someone else put under the root."""
+    prefix = cell_provider_name(nodename, 0)[:-1]
+    for uuid in tree.get_provider_uuids(nodename):
+        data = tree.data(uuid)
+        if (data.parent_uuid == root_uuid and data.name.startswith(prefix)
+                and is_derived_child(uuid, data.name, root_uuid)):
+            tree.remove(uuid)
 
 
 def pcpu_reshape_needed(current: Mapping[str, Any],
