@@ -88,17 +88,22 @@ class LibvirtDriver(nova_libvirt.LibvirtDriver):
             wanted = nova_inventory(
                 reporter.node_resources(nodename), reporter.nova_profile(),
                 before, None)
-            if pcpu_reshape_needed(before, wanted, self._has_pinned):
+            pinned: set[str] = set()
+
+            def pinned_guests() -> bool:
+                pinned.update(self._pinned_consumers(nodename))
+                return bool(pinned)
+
+            if pcpu_reshape_needed(before, wanted, pinned_guests):
                 if allocations is None:
                     LOG.info("virtdriver: %s gains PCPU inventory while "
                              "pinned guests hold VCPU; asking for a "
                              "reshape", nodename)
                     raise exception.ReshapeNeeded()
-                pinned = self._pinned_instances()
                 moved = move_vcpu_to_pcpu(allocations, root.uuid,
                                           pinned.__contains__)
-                LOG.info("virtdriver: moved VCPU to PCPU for %d pinned "
-                         "guests on %s", len(moved), nodename)
+                LOG.info("virtdriver: moved VCPU to PCPU for %d consumers "
+                         "on %s", len(moved), nodename)
             reporter.update_provider_tree(provider_tree, nodename)
         except DriverError as exc:
             raise exception.NovaException(f"virtdriver: {exc}") from exc
@@ -124,16 +129,31 @@ class LibvirtDriver(nova_libvirt.LibvirtDriver):
         self._update_provider_tree_for_memory_encryption(
             provider_tree, nodename, allocations=allocations)
 
-    def _pinned_instances(self) -> set[str]:
-        """Uuids of this host's guests with dedicated CPUs."""
+    def _pinned_consumers(self, nodename: str) -> set[str]:
+        """Consumers whose ``VCPU`` on ``nodename`` are dedicated CPUs:
+        this host's guests with ``hw:cpu_policy=dedicated``, and the
+        migrations leaving it with such a guest (Nova's data model, read
+        through its public objects)."""
         ctx = nova_context.get_admin_context()
-        instances = objects.InstanceList.get_by_host(
-            ctx, CONF.host, expected_attrs=["numa_topology"])
-        return {i.uuid for i in instances if i.numa_topology and
-                i.numa_topology.cpu_policy ==
-                fields.CPUAllocationPolicy.DEDICATED}
+        node = objects.ComputeNode.get_by_nodename(ctx, nodename)
+        consumers = {
+            i.uuid for i in objects.InstanceList.get_by_host(
+                ctx, node.host, expected_attrs=["numa_topology"])
+            if _dedicated(i)}
+        for migration in objects.MigrationList.\
+                get_in_progress_by_host_and_node(ctx, node.host, nodename):
+            if not migration.dest_compute or \
+                    migration.dest_compute == node.host:
+                continue  # arrived here: its instance is counted above
+            instance = objects.Instance.get_by_uuid(
+                ctx, migration.instance_uuid,
+                expected_attrs=["numa_topology"])
+            if _dedicated(instance):
+                consumers.add(migration.uuid)
+        return consumers
 
-    def _has_pinned(self) -> bool:
-        if not CONF.compute.cpu_dedicated_set:
-            return False
-        return bool(self._pinned_instances())
+
+def _dedicated(instance) -> bool:
+    return bool(instance.numa_topology) and (
+        instance.numa_topology.cpu_policy ==
+        fields.CPUAllocationPolicy.DEDICATED)
