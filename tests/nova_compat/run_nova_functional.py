@@ -70,14 +70,15 @@ MODULES = (
     ".LibvirtReportTraitsTests",
     "nova_adapter_tests.AdapterReportingTests",
 )
-#: The CI subset: a NUMA guest, a pinned guest, the trait report.
+#: The CI subset: a NUMA guest, a pinned guest, the VCPU to PCPU
+#: reshape, the tracker's and an operator's traits.
 SMOKE = (
     "nova.tests.functional.libvirt.test_numa_servers.NUMAServersTest"
     ".test_create_server_with_numa_topology",
     "nova.tests.functional.libvirt.test_numa_servers.NUMAServersTest"
     ".test_create_server_with_dedicated_policy",
-    "nova.tests.functional.libvirt.test_report_cpu_traits"
-    ".LibvirtReportTraitsTests.test_report_cpu_traits",
+    "nova.tests.functional.libvirt.test_numa_servers.ReshapeForPCPUsTest"
+    ".test_vcpu_to_pcpu_reshape",
     "nova_adapter_tests.AdapterReportingTests"
     ".test_tracker_traits_and_operator_traits_survive",
 )
@@ -102,6 +103,8 @@ EXCLUSIONS: dict[str, str] = {
         "virtdriver refuses (getCPUMap: CPUs 0-1)",
 }
 TIMEOUT = "300"
+#: Seconds without a test ending after which a run is killed.
+STALL = int(TIMEOUT) + 120
 _INSIDE = "--inside-nova-venv"
 
 
@@ -130,27 +133,78 @@ def main(argv: list[str] | None = None) -> int:
     outcome = {}
     for mode in modes:
         started = time.monotonic()
-        log = results / f"{mode}.log"
-        with open(log, "wb") as output:
-            code = subprocess.call(
-                ["nice", "-n", "10", str(python),
-                 str(pathlib.Path(__file__)), _INSIDE, mode, "--results",
-                 str(results), *tests],
-                cwd=results, env=dict(_environment(),
-                                      VIRTDRIVER_NOVA_MODE=mode),
-                stdout=output,
-                stderr=subprocess.STDOUT)
+        outcome[mode] = _run_mode(python, mode, tests, results)
         seconds = time.monotonic() - started
-        path = results / f"{mode}.json"
-        if not path.exists():
-            print(f"virtdriver: the {mode} run ended (exit {code}) without "
-                  f"results; see {log}", file=sys.stderr)
+        if outcome[mode] is None:
+            print(f"virtdriver: the {mode} run loaded no tests; see "
+                  f"{results / (mode + '.log')}", file=sys.stderr)
             return 1
-        outcome[mode] = json.loads(path.read_text())
+        (results / f"{mode}.json").write_text(json.dumps(outcome[mode],
+                                                         indent=1))
         print(f"{mode}: {len(outcome[mode])} tests in {seconds:.0f} s "
-              f"(log: {log})", flush=True)
+              f"(log: {results / (mode + '.log')})", flush=True)
     _timing(results, modes)
     return _compare(outcome)
+
+
+def _run_mode(python: pathlib.Path, mode: str, tests: list[str],
+              results: pathlib.Path) -> dict[str, dict] | None:
+    """Run ``tests`` in one process; if no test ends for :data:`STALL`
+    seconds (Nova's ``OS_TEST_TIMEOUT`` cannot interrupt a greenthread
+    that waits forever), kill it, record the running test as ``hung``
+    and run the rest in a new process.  Test id -> result, or ``None``
+    when the tests could not be loaded."""
+    for name in ("jsonl", "plan", "current", "timing"):
+        (results / f"{mode}.{name}").unlink(missing_ok=True)
+    progress = results / f"{mode}.jsonl"
+    pending = list(tests)
+    with open(results / f"{mode}.log", "wb") as log:
+        while pending:
+            process = subprocess.Popen(
+                ["nice", "-n", "10", str(python),
+                 str(pathlib.Path(__file__)), _INSIDE, mode, "--results",
+                 str(results), *pending],
+                cwd=results, stdout=log, stderr=subprocess.STDOUT,
+                env=dict(_environment(), VIRTDRIVER_NOVA_MODE=mode))
+            _watch(process, progress)
+            plan = results / f"{mode}.plan"
+            if not plan.exists():
+                return None
+            outcome = _read_lines(progress)
+            current = results / f"{mode}.current"
+            hung = current.read_text() if current.exists() else ""
+            if process.returncode and hung and hung not in outcome:
+                with open(progress, "a") as lines:
+                    lines.write(json.dumps({"id": hung, "status": "hung",
+                                            "error": f"no test ended for "
+                                            f"{STALL} s; killed"}) + "\n")
+                outcome = _read_lines(progress)
+            left = [t for t in plan.read_text().split() if t not in outcome]
+            if left and (left == pending or not process.returncode):
+                for test in left:  # the process died before them
+                    outcome[test] = {"status": "error", "error": "not run"}
+                return outcome
+            pending = left
+    return _read_lines(progress)
+
+
+def _watch(process: subprocess.Popen, progress: pathlib.Path) -> None:
+    seen, last = -1, time.monotonic()
+    while process.poll() is None:
+        time.sleep(2)
+        size = progress.stat().st_size if progress.exists() else 0
+        if size != seen:
+            seen, last = size, time.monotonic()
+        elif time.monotonic() - last > STALL:
+            process.kill()
+            process.wait()
+
+
+def _read_lines(path: pathlib.Path) -> dict[str, dict]:
+    if not path.exists():
+        return {}
+    entries = (json.loads(line) for line in path.read_text().splitlines())
+    return {entry.pop("id"): entry for entry in entries}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -251,24 +305,33 @@ def _module(test_id: str) -> str:
 
 
 def _inside(mode: str, tests: list[str], results: pathlib.Path) -> int:
-    """In the Nova venv: run ``tests`` in this process, write JSON."""
+    """In the Nova venv: run ``tests`` in this process; each result is a
+    line of ``<mode>.jsonl`` as soon as it is known."""
     import unittest
 
     if mode == "virtdriver":
         _load_virtdriver()
-    calls = _time_update_provider_tree(mode)
+    _time_update_provider_tree(mode, results / f"{mode}.timing")
     suite = unittest.TestSuite(
         unittest.defaultTestLoader.loadTestsFromName(name) for name in tests)
+    plan = results / f"{mode}.plan"
+    if not plan.exists():
+        plan.write_text("".join(f"{t.id()}\n" for t in _flat(suite)))
     result = _Recorder(unittest.runner._WritelnDecorator(sys.stdout), True,
                        1)
+    result.progress = results / f"{mode}.jsonl"
+    result.current = results / f"{mode}.current"
     suite.run(result)
     result.printErrors()
-    (results / f"{mode}.json").write_text(json.dumps(result.outcome,
-                                                     indent=1))
-    (results / f"{mode}-timing.json").write_text(json.dumps(calls))
-    passed = sum(r["status"] == "pass" for r in result.outcome.values())
-    print(f"{mode}: {passed} passed, {len(result.outcome) - passed} failed")
     return 0
+
+
+def _flat(suite):
+    for test in suite:
+        if hasattr(test, "__iter__"):
+            yield from _flat(test)
+        else:
+            yield test
 
 
 def _load_virtdriver() -> None:
@@ -288,15 +351,15 @@ def _load_virtdriver() -> None:
     driver.load_compute_driver = load_compute_driver
 
 
-def _time_update_provider_tree(mode: str) -> dict[str, list[float]]:
+def _time_update_provider_tree(mode: str, path: pathlib.Path) -> None:
     """Record how long each ``update_provider_tree`` call takes (the
-    driver's own, inside Nova's periodic): seconds, the first call per
-    driver and node apart from the later ones."""
+    driver's own, inside Nova's periodic), a line of ``path`` each:
+    seconds, the first call per driver and node apart from the later
+    ones."""
     if mode == "virtdriver":
         from virtdriver_nova.driver import LibvirtDriver as cls
     else:
         from nova.virt.libvirt.driver import LibvirtDriver as cls
-    calls: dict[str, list[float]] = {"first": [], "later": []}
     seen: set[tuple[int, str]] = set()
     timed = cls.update_provider_tree
 
@@ -307,12 +370,13 @@ def _time_update_provider_tree(mode: str) -> dict[str, list[float]]:
             return timed(self, provider_tree, nodename, allocations)
         finally:
             key = (id(self), nodename)
-            calls["later" if key in seen else "first"].append(
-                time.perf_counter() - started)
+            with open(path, "a") as lines:
+                lines.write(json.dumps(
+                    ["later" if key in seen else "first",
+                     time.perf_counter() - started]) + "\n")
             seen.add(key)
 
     cls.update_provider_tree = update_provider_tree
-    return calls
 
 
 def _timing(results: pathlib.Path, modes) -> None:
@@ -320,9 +384,12 @@ def _timing(results: pathlib.Path, modes) -> None:
 
     rows = {}
     for mode in modes:
-        path = results / f"{mode}-timing.json"
+        path = results / f"{mode}.timing"
         if path.exists():
-            rows[mode] = json.loads(path.read_text())
+            rows[mode] = {"first": [], "later": []}
+            for line in path.read_text().splitlines():
+                kind, seconds = json.loads(line)
+                rows[mode][kind].append(seconds)
     if not rows:
         return
     print("\nupdate_provider_tree in Nova's periodic (median ms):")
@@ -347,12 +414,20 @@ def _status_recorder():
             super().__init__(*args, **kwargs)
             self.outcome: dict[str, dict] = {}
 
+        progress = current = None
+
+        def startTest(self, test):
+            self.current.write_text(test.id())
+            super().startTest(test)
+
         def _note(self, test, status, err=None):
             entry = {"status": status}
             if err is not None:
                 text = self._exc_info_to_string(err, test).strip()
                 entry["error"] = text.splitlines()[-1][:300]
             self.outcome[test.id()] = entry
+            with open(self.progress, "a") as lines:
+                lines.write(json.dumps({"id": test.id(), **entry}) + "\n")
 
         def addSuccess(self, test):
             super().addSuccess(test)
@@ -368,7 +443,7 @@ def _status_recorder():
 
         def addSkip(self, test, reason):
             super().addSkip(test, reason)
-            self.outcome[test.id()] = {"status": "skip", "error": reason}
+            self._note(test, "skip")
 
         def addExpectedFailure(self, test, err):
             super().addExpectedFailure(test, err)
