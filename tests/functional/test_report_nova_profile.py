@@ -49,3 +49,30 @@ def test_profile_is_refused_for_other_drivers(capsys):
     assert status == 2
     assert err.startswith("virtdriver: --profile applies only to --driver "
                           "libvirt")
+
+
+def test_traits_are_derived_again_only_for_a_new_reading(monkeypatch,
+                                                         tmp_path):
+    from virtdriver.drivers.libvirt import driver as libvirt_driver
+    from virtdriver.resource_tracker.provider_tree import ProviderTree
+
+    monkeypatch.setenv("VIRTDRIVER_STATE_DIR", str(tmp_path))
+    derived = []
+    real = libvirt_driver.trait_report
+
+    def counting(*args, **kwargs):
+        derived.append(True)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(libvirt_driver, "trait_report", counting)
+    driver = libvirt_driver.LibvirtDriver(uri=URI, profile="nova")
+    driver.init_host("node")
+    tree = ProviderTree()
+    driver.update_provider_tree(tree, "node")
+    first = tree.data("node").traits
+    driver.update_provider_tree(tree, "node")
+    assert len(derived) == 1
+    driver.refresh()
+    driver.update_provider_tree(tree, "node")
+    assert len(derived) == 2
+    assert tree.data("node").traits == first

@@ -248,6 +248,18 @@ def extend_venv(env_dir: pathlib.Path, python: pathlib.Path) -> None:
                     "--force-reinstall", str(ADAPTER)], check=True,
                    cwd=tempfile.gettempdir())
     shutil.rmtree(ADAPTER / "build", ignore_errors=True)
+    # The adapter adds one module under Nova's package and must never
+    # replace one of Nova's files.
+    files = subprocess.check_output(
+        [str(python), "-c", "from importlib.metadata import files; "
+         "print('\\n'.join(str(f) for f in files('virtdriver-nova')))"],
+        text=True).split()
+    foreign = [f for f in files if f.startswith("nova/")
+               and not f.startswith("nova/virt/virtdriver/")]
+    if foreign or "nova/virt/virtdriver/__init__.py" not in files:
+        raise SystemExit(f"virtdriver: the adapter distribution installs "
+                         f"{foreign or 'no nova/virt/virtdriver'}; fix "
+                         f"nova-adapter/pyproject.toml")
 
 
 def _install_etc_nova(python: pathlib.Path) -> None:

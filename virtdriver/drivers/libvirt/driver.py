@@ -117,6 +117,7 @@ class LibvirtDriver(ComputeDriver):
         self._cpu_map: CPUModelCatalog | None = None
         self._nodename: str | None = None
         self._online_unknown: Unknown | None = None
+        self._report_cache: tuple | None = None
 
     @property
     def session(self) -> LibvirtSession:
@@ -151,6 +152,7 @@ class LibvirtDriver(ComputeDriver):
         except CapabilityXMLError as exc:
             raise DriverError(f"libvirt's CPU map: {exc}") from exc
         self._nodename = host
+        self._report_cache = None
         self._resources(self._reading())
 
     def get_available_nodes(self, refresh: bool = False) -> list[str]:
@@ -291,10 +293,19 @@ class LibvirtDriver(ComputeDriver):
 
     def _report(self, reading: HostReading, resources: HostResources,
                 online_unknown: Unknown | None) -> TraitReport:
-        return trait_report(
-            reading, self._cpu_map,
-            usable_cpus=resources.pcpus | resources.vcpus,
-            online_cpus_note=None if online_unknown is None else NOT_REPORTED)
+        """The trait report; derived again only when the reading (a new
+        one after a reconnect, a version change or :meth:`refresh`) or
+        the usable CPUs change, not on every periodic."""
+        usable = resources.pcpus | resources.vcpus
+        note = None if online_unknown is None else NOT_REPORTED
+        cached = self._report_cache
+        if (cached is not None and cached[0] is reading
+                and cached[1:3] == (usable, note)):
+            return cached[3]
+        report = trait_report(reading, self._cpu_map, usable_cpus=usable,
+                              online_cpus_note=note)
+        self._report_cache = (reading, usable, note, report)
+        return report
 
 
 def node_uuid(nodename: str) -> str:
