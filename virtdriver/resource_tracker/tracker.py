@@ -38,18 +38,12 @@ import threading
 from collections.abc import Mapping
 
 from virtdriver.capabilities.traits.ownership import Ownership
-from virtdriver.claims.model import Instance
-from virtdriver.claims.rebuild import ProviderInfo
-from virtdriver.claims.usage import HostUsage, InstanceFit
 from virtdriver.drivers.base import (
     ComputeDriver, DriverError, HypervisorUnavailable)
 from virtdriver.drivers.identity import is_derived_child
 from virtdriver.filelock import DEFAULT_TIMEOUT, exclusive_lock
 from virtdriver.provider_config import AppliedRecord
 from virtdriver.resource_tracker.claims_file import ClaimsFile
-from virtdriver.resource_tracker.instance_claims import (
-    all_claims, check_rebuild_claim, claim_instance, provider_usages,
-    release_instance)
 from virtdriver.resource_tracker.ledger import Ledger, LedgerFile
 from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.provider_config_step import (
@@ -57,6 +51,7 @@ from virtdriver.resource_tracker.provider_config_step import (
 from virtdriver.resource_tracker import fast_path
 from virtdriver.resource_tracker.fast_path import Marks, NodeMark
 from virtdriver.resource_tracker.gone import remove_gone
+from virtdriver.resource_tracker.tracker_claims import TrackerClaims
 from virtdriver.resource_tracker.node_root import (
     TRACKER_TRAITS, prepare_root, root_traits, stable_roots)
 from virtdriver.resource_tracker.node_status import (
@@ -65,7 +60,8 @@ from virtdriver.resource_tracker.provider_tree import ProviderTree, Savepoint
 from virtdriver.resource_tracker.reconcile import (
     NO_DRIFT, Drift, Settlement, settle, settle_self_set)
 from virtdriver.resource_tracker.reshape_step import (
-    AllocationSource, ReshapeMoves, moves as reshape_moves, run_driver)
+    AllocationSource, Pending, ReshapeMoves, moves as reshape_moves,
+    run_driver)
 from virtdriver.resource_tracker.snapshot import TreeReader
 from virtdriver.resource_tracker.results import (
     Records, UpdateAllError, UpdateResult, log_settlement, records)
@@ -93,22 +89,7 @@ def default_driver_name(driver: ComputeDriver) -> str:
     return re.sub(r"[^a-z0-9_.-]", "_", name)
 
 
-@dataclasses.dataclass
-class _Pending:
-    """What updates leave for the sync, until a sync confirms it:
-    root uuid → reshape moves; provider uuid → traits the tracker took off
-    as its own (Placement must lose them too)."""
-
-    moves: dict[str, ReshapeMoves] = dataclasses.field(default_factory=dict)
-    released: dict[str, set[str]] = dataclasses.field(default_factory=dict)
-
-    def merge(self, other: _Pending) -> None:
-        self.moves.update(other.moves)
-        for uuid, traits in other.released.items():
-            self.released.setdefault(uuid, set()).update(traits)
-
-
-class ResourceTracker:
+class ResourceTracker(TrackerClaims):
     """Keeps a driver's nodes' providers up to date in :attr:`tree`.
 
     Args:
@@ -166,8 +147,8 @@ class ResourceTracker:
         self._status_file = NodeStatusFile(self.state_dir, self.driver_name)
         self._status = NodeStatus()
         # What this transaction leaves for the sync, and what is confirmed.
-        self._pending = _Pending()
-        self._left = _Pending()
+        self._pending = Pending()
+        self._left = Pending()
         with self._state_lock():
             self._ledger_file.read()
             self._status = self._status_file.read()
@@ -226,7 +207,7 @@ class ResourceTracker:
             start = self.tree.snapshot()
             token = self.driver.begin_update()
             changes: dict[str, frozenset[str] | None] = {}
-            self._pending = _Pending()
+            self._pending = Pending()
             try:
                 with self.tree.savepoint() as savepoint:
                     result, managed, _ = self._update_node(
@@ -259,7 +240,7 @@ class ResourceTracker:
         """
         results: dict[str, UpdateResult] = {}
         errors: dict[str, Exception] = {}
-        cycle = _Pending()
+        cycle = Pending()
         with self._state_lock(), self.tree.lock:
             ledger = self._ledger_file.read()
             status = self._status_file.read()
@@ -327,7 +308,7 @@ class ResourceTracker:
         it ended in a fixed point (:mod:`.fast_path`)."""
         record = applied[0] if self.provider_config.enabled else None
         stamp = fast_path.driver_stamp(self.driver, nodename)
-        self._pending = _Pending()
+        self._pending = Pending()
         inner = self.driver.begin_update()
         node_changes: dict[str, frozenset[str] | None] = {}
         node_applied = list(applied)
@@ -338,7 +319,7 @@ class ResourceTracker:
         except Exception as exc:  # one node must not stop all
             savepoint.rollback()
             self.driver.rollback_update(inner)
-            self._pending = _Pending()
+            self._pending = Pending()
             LOG.warning("node %s not updated: %s", nodename, exc)
             errors[nodename] = exc
             return
@@ -356,72 +337,6 @@ class ResourceTracker:
                 nodename, stamp, self.tree, quiet, ours, ledger,
                 node_changes, node_applied[0] if record is not None
                 else None, config)
-
-    # -- instance claims ------------------------------------------------------
-
-    def instance_claim(self, instance: Instance, nodename: str, *,
-                       allocations: Mapping[str, Mapping[str, int]]
-                       | None = None) -> InstanceFit:
-        """Fit ``instance`` onto ``nodename``'s NUMA cells and record it.
-
-        With ``allocations`` (the scheduler's, ``{provider uuid: {resource
-        class: amount}}``) it is pinned within exactly the cells they name,
-        or refused (:class:`~virtdriver.claims.allocation.
-        AllocationRefused`) changing nothing.
-
-        Serialised with every other claim, release and update on the state
-        directory (threads and processes alike), so claims never
-        overcommit; persisted before it returns.  See ``docs/claims.md``.
-
-        Raises:
-            InvalidRequest: the flavor and image make no valid request.
-            DoesNotFit: nothing fits; which cell lacked what.
-            ClaimError: already claimed, no NUMA host, bad claims file.
-            LockTimeout: another process held the state directory.
-        """
-        with self._state_lock(), self.tree.lock:
-            return claim_instance(self.driver, self._claims_file, instance,
-                                  nodename, allocations=allocations,
-                                  tree=self.tree)
-
-    def release(self, instance_uuid: str) -> str:
-        """Free exactly what ``instance_uuid`` claimed; return its node.
-
-        Raises:
-            UnknownClaim: it holds no claim here.
-        """
-        with self._state_lock(), self.tree.lock:
-            return release_instance(self.driver, self._claims_file,
-                                    instance_uuid)
-
-    def claims(self) -> dict[str, HostUsage]:
-        """nodename → the claims held on it (as persisted)."""
-        with self._state_lock():
-            return all_claims(self.driver, self._claims_file)
-
-    def usages(self) -> dict[str, Mapping[str, int]]:
-        """Provider uuid → resource class → amount claims use."""
-        with self._state_lock(), self.tree.lock:
-            return provider_usages(self.driver, self._claims_file,
-                                   self.tree)
-
-    def rebuild_claim(self, instance: Instance,
-                      new_image_properties: Mapping[str, object], *,
-                      sharing: Mapping[str, ProviderInfo] | None = None,
-                      disk_format: str | None = None) -> None:
-        """The no-op rebuild claim: consumes and changes nothing.
-
-        Returns when ``instance`` may be rebuilt with the new image; else
-        raises :class:`~virtdriver.claims.rebuild.RebuildRefused` carrying
-        every reason (NUMA constraints or consumption that would change,
-        image traits its allocated providers lack or forbid — explicit
-        ``trait:`` properties and those its properties and ``disk_format``
-        imply, docs/claims.md).  Traits come from this tree for allocated
-        providers in it, from ``sharing`` for providers outside it.
-        """
-        check_rebuild_claim(instance, new_image_properties,
-                            self.tree.snapshot(), sharing,
-                            disk_format=disk_format)
 
     # -- one node -------------------------------------------------------------
 
