@@ -42,6 +42,7 @@ from virtdriver.placement.ownership import TrackerOwnership
 from virtdriver.placement.allocations import PlacementAllocations
 from virtdriver.placement.reshape import ClaimsPlacement, DriverPlacement
 from virtdriver.placement.result import SyncResult
+from virtdriver.placement.state import known_roots
 from virtdriver.placement.sync import Syncer
 from virtdriver.render.sync import summary
 from virtdriver.resource_tracker.results import UpdateAllError
@@ -294,6 +295,7 @@ class _State:
             # A driver's reshape reads the allocations from Placement.
             self.tracker.allocations = PlacementAllocations(
                 lambda: self.syncer.client)
+            self.tracker.known_roots = known_roots(setup.directory)
         except BaseException:
             self.close()
             raise

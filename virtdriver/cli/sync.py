@@ -50,6 +50,7 @@ from virtdriver.placement.allocations import (
     ClaimsAllocations, PlacementAllocations)
 from virtdriver.placement.reshape import ClaimsPlacement, DriverPlacement
 from virtdriver.placement.result import SyncResult
+from virtdriver.placement.state import known_roots
 from virtdriver.placement.sync import Syncer
 from virtdriver.resource_tracker.tracker import LOCK_FILE, ResourceTracker
 from virtdriver.state_dir import StateDirError, state_dir
@@ -98,6 +99,7 @@ def run_sync(args: argparse.Namespace, conf, out: TextIO | None = None, *,
         source = (ClaimsAllocations(tracker) if target.stamp is not None
                   else PlacementAllocations(target.connect))
         tracker.allocations = source
+        tracker.known_roots = known_roots(directory)
         owned = TrackerOwnership(tracker)
         owned.note(tracker.update_all())
         options = {"owned_for": owned, "remove": owned.gone,

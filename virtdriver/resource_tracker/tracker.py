@@ -111,6 +111,9 @@ class ResourceTracker(TrackerClaims):
         allocations: where a driver's reshape reads the allocations of its
             node's consumers (:mod:`.reshape_step`); ``None``: a driver
             that raises ``ReshapeNeeded`` fails its node.
+        known_roots: node name → the uuid of the root an earlier sync made
+            for it (the sync state's); a node whose root the tree lacks
+            gets that uuid if the ledger lists it (:mod:`.node_root`).
 
     Raises:
         LedgerError: the ledger file exists but cannot be read.
@@ -122,9 +125,11 @@ class ResourceTracker(TrackerClaims):
                  driver_name: str | None = None,
                  lock_timeout: float = DEFAULT_TIMEOUT,
                  provider_config: pathlib.Path | str | None = None,
-                 allocations: AllocationSource | None = None) -> None:
+                 allocations: AllocationSource | None = None,
+                 known_roots: Mapping[str, str] | None = None) -> None:
         self.driver = driver
         self.allocations = allocations
+        self.known_roots: Mapping[str, str] = known_roots or {}
         # A lock of its own: trackers in one process do not wait on each
         # other (trees share one lock by default, as Nova's do).
         self.tree = (tree if tree is not None
@@ -364,8 +369,12 @@ class ResourceTracker(TrackerClaims):
         """
         start = savepoint.before
         owned = self.driver.ownership_for(nodename)
-        prepare_root(self.tree, self.driver, nodename)
-        with stable_roots(self.tree, self.driver):
+        def known(name: str) -> str | None:
+            uuid = self.known_roots.get(name)
+            return uuid if uuid in ledger else None   # managed by us
+
+        prepare_root(self.tree, self.driver, nodename, known(nodename))
+        with stable_roots(self.tree, self.driver, known):
             trip = run_driver(
                 self.driver, self.tree, nodename,
                 lambda: self._providers_of(start, nodename),
