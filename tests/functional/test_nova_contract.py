@@ -297,3 +297,19 @@ def test_completion_knows_disable_and_enable(capsys):
     script = capsys.readouterr().out
     assert "disable" in script and "enable" in script
     assert "--reason" in script
+
+
+def test_explain_says_why_a_node_is_disabled(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("VIRTDRIVER_STATE_DIR", str(tmp_path / "state"))
+    fake = ["--driver", "fake", "--host-spec", "numa2-ht"]
+    assert cli.main(["disable", "fake-numa2-ht", "--reason",
+                     "firmware update", *fake]) == 0
+    capsys.readouterr()
+    assert cli.main(["explain", os_traits.HW_NUMA_ROOT, *fake]) == 0
+    out = capsys.readouterr().out
+    assert "node fake-numa2-ht: disabled since" in out
+    assert "reason: firmware update" in out
+    assert cli.main(["enable", "fake-numa2-ht", *fake]) == 0
+    capsys.readouterr()
+    assert cli.main(["explain", os_traits.HW_NUMA_ROOT, *fake]) == 0
+    assert "disabled" not in capsys.readouterr().out
