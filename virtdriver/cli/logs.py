@@ -17,7 +17,9 @@ keeps what the command line promises:
 * ``--log-dir DIR`` alone writes ``DIR/virtdriver.log`` (oslo.log would
   name it after ``sys.argv[0]``);
 * the log file is opened as a state file is (:mod:`.log_file`): never
-  through a link, never another user's, created ``0600``;
+  through a link, never another user's, created ``0600``; the file
+  ``log_config_append`` names (Python code, in effect) is refused when
+  another user could write it (:mod:`virtdriver.conf.trust`);
 * a log that cannot be written (a full disk, ``/dev/full``) is one line
   and exit 2, checked by a first record written when logging starts and
   again when the command ends; oslo.log's own error printing is not used;
@@ -41,6 +43,7 @@ from collections.abc import Iterator
 
 from virtdriver.cli.errors import CommandError
 from virtdriver.cli.log_file import UnsafeLogFile, checked_log_file, guard
+from virtdriver.conf.trust import untrusted
 
 LOG = logging.getLogger(__name__)
 
@@ -115,6 +118,12 @@ def _oslo_setup(conf) -> Iterator[list[tuple[logging.Handler, OSError]]]:
               (pair.partition("=")[0] for pair in conf.default_log_levels)}
     failures: list[tuple[logging.Handler, OSError]] = []
     path = None if conf.log_config_append else _log_path(conf)
+    if conf.log_config_append:
+        # Python's logging.config: whoever can write it runs code as us.
+        refused = untrusted(conf.log_config_append,
+                            "[DEFAULT] log_config_append")
+        if refused is not None:
+            raise CommandError(refused)
     try:
         identity = checked_log_file(path) if path else None
         oslo_log.setup(conf, "virtdriver", version=_version(),
