@@ -53,6 +53,7 @@ SECONDS = {
     "tests/functional/placement/test_placement_state.py": 4,
     "tests/functional/test_cli_conventions.py": 4,
     "tests/functional/placement/test_placement_serve.py": 3,
+    "tests/functional/placement/test_placement_serve_owner.py": 4,
     "tests/functional/test_out_of_tree_driver.py": 3,
     "tests/functional/placement/test_rebuild_disk_format.py": 3,
 }
