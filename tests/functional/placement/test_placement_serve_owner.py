@@ -240,6 +240,18 @@ def test_the_owners_commands_run_beside_the_service(
     assert cli.main(["sync", "--placement-url", service.url, *FAKE]) == 0, \
         capsys.readouterr().err
     assert f"the token in {service.token_file}" in capsys.readouterr().out
+    # The embedded sync opens the served database itself (a process of
+    # its own: one Placement database per process).
+    embedded = subprocess.run([*CLI, "sync", *FAKE,
+                               "--reserved-host-memory-mb", "1024"],
+                              env=env, capture_output=True, text=True,
+                              timeout=180)
+    assert embedded.returncode == 0, embedded.stderr
+    numa = providers(service)["fake-small_NUMA0"]
+    status, body = call(f"{service.url}/resource_providers/{numa}"
+                        "/inventories", token=service.token())
+    assert status == 200, body
+    assert body["inventories"]["MEMORY_MB"]["reserved"] == 1024  # served
 
 
 def test_stopping_the_service_removes_its_token_file(served):
