@@ -263,3 +263,27 @@ def test_stopping_the_service_removes_its_token_file(served):
     assert status == 200
     second.stop()
     assert not os.path.lexists(second.token_file)
+
+
+def test_a_planted_token_file_is_not_followed(tmp_path, monkeypatch, capsys):
+    """A link where a token file would be is refused before any request:
+    the file it points to is neither read nor sent."""
+    state = tmp_path / "state"
+    state.mkdir()
+    secret = tmp_path / "secret"
+    secret.write_text("root-only\n")
+    (state / "placement-serve-9.token").symlink_to(secret)
+    monkeypatch.setenv("VIRTDRIVER_STATE_DIR", str(state))
+    flavor = tmp_path / "flavor.json"
+    flavor.write_text(json.dumps({"vcpus": 1, "memory_mb": 512,
+                                  "extra_specs": {}}))
+    image = tmp_path / "image.json"
+    image.write_text(json.dumps({"properties": {}}))
+
+    assert cli.main(["placement-request", "--flavor", str(flavor), "--image",
+                     str(image), "--placement-url",
+                     "http://127.0.0.1:9"]) == 2
+
+    err = capsys.readouterr().err
+    assert "placement-serve-9.token is a symbolic link" in err
+    assert len(err.splitlines()) == 1
