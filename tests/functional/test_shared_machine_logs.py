@@ -152,8 +152,9 @@ def test_a_new_log_file_is_0600_under_umask_000(kind, tmp_path, capsys):
     path = tmp_path / "sticky" / "virtdriver.log"
     path.parent.mkdir(mode=0o1777)
     path.parent.chmod(0o1777)
+    argv = ["report", *FAKE, *how(kind, tmp_path, path)]  # conf: 0644
     with umask(0):
-        assert main(["report", *FAKE, *how(kind, tmp_path, path)]) == 0
+        assert main(argv) == 0
     assert stat.S_IMODE(os.lstat(path).st_mode) == 0o600
     assert "report: logging to" in path.read_text()
 
