@@ -43,6 +43,7 @@ SECONDS = {
     "tests/functional/placement/test_placement_rebuild.py": 8,
     "tests/functional/placement/test_placement_conflicts.py": 6,
     "tests/functional/test_cli_progress.py": 6,
+    "tests/functional/placement/test_placement_serve_owner.py": 6,
     "tests/unit/test_claims_properties.py": 5,
     "tests/functional/placement/test_agent.py": 5,
     "tests/functional/placement/test_placement_reshape.py": 5,

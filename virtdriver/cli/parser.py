@@ -380,11 +380,13 @@ def _add_placement(commands) -> None:
         help="the embedded Placement: serve it on loopback",
         description="`placement serve` serves the state directory's "
                     "embedded Placement (placement.sqlite, what `sync` "
-                    "writes with no Placement named) on 127.0.0.1, noauth2,"
-                    " so `openstack resource provider list` (osc-placement)"
-                    " inspects and cleans it; it prints the commands.  "
-                    "Syncs wait while it runs; SIGINT or SIGTERM stops it "
-                    "(exit 0).  See docs/placement.md.",
+                    "writes with no Placement named) on 127.0.0.1 to this "
+                    "user only (every request needs the token of the run, "
+                    "kept 0600 in the state directory), so `openstack "
+                    "resource provider list` (osc-placement) inspects and "
+                    "cleans it; it prints the commands.  sync and claim run "
+                    "beside it; SIGINT or SIGTERM stops it (exit 0).  See "
+                    "docs/placement.md.",
         action_help="serve the embedded Placement on 127.0.0.1")
     serve_cmd.add_argument("--port", type=int, default=0, metavar="PORT",
                            help="port on 127.0.0.1 (default: any free one; "

@@ -133,9 +133,14 @@ def placement_target(args: argparse.Namespace, conf,
     if args.placement_url:
         from virtdriver.placement.client import PlacementClient
 
+        from virtdriver.placement.serve_token import served_token
+
         url = placement_url(args.placement_url)
-        return Target(f"Placement at {url} (--placement-url, noauth2 admin "
-                      "token)", lambda: PlacementClient.from_url(url))
+        served = served_token(url)
+        how = (f"the token in {served[1]}" if served is not None
+               else "noauth2 admin token")
+        return Target(f"Placement at {url} (--placement-url, {how})",
+                      lambda: PlacementClient.from_url(url))
     target = _configured_target(conf)
     if target is not None:
         return target
