@@ -21,8 +21,10 @@ directory take turns — the second waits, or gives up naming the holder:
    to do); ``--format json`` gives ``{"tree": ..., "sync": ...}``.
 
 Exit 0 synced, 2 a provider failed or Placement refused the request (4xx)
-or the input is bad, 3 Placement unreachable or failing (5xx): the sync is
-pending and the next run catches up.
+or the input is bad — an operator's provider config file refused, the
+marking aggregate not saved: the rest is synced all the same —, 3
+Placement unreachable or failing (5xx): the sync is pending and the next
+run catches up.
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ from virtdriver.render.sync import render_sync, sync_json
 from virtdriver.render.tree import render_tree
 from virtdriver.cli.checks import placement_url
 from virtdriver.cli.errors import EXIT_UNREACHABLE, CommandError
-from virtdriver.cli.loading import provider_config, started_driver
+from virtdriver.cli.loading import (
+    check_provider_config, provider_config, started_driver)
 from virtdriver.filelock import exclusive_lock
 from virtdriver.placement.db_stamp import DatabaseStamp
 from virtdriver.placement.marker import Marker, read_marker
@@ -126,6 +129,7 @@ def run_sync(args: argparse.Namespace, conf, out: TextIO | None = None, *,
     if result.marker_problem and not result.unmarked:
         LOG.warning("%s", result.marker_problem)  # repaired: exit 0
     _check(result)
+    check_provider_config(tracker)
     return 0
 
 
