@@ -49,11 +49,13 @@ class ProviderConfigError(ValueError):
               ) -> ProviderConfigError:
         """One error for all of ``errors`` (at least one): the error
         itself when alone, else a heading line and one line per problem,
-        in the order found."""
+        by file (in the order found) and line."""
         flat = [one for error in errors for one in error.errors]
         if len(flat) == 1:
             return flat[0]
         files = list(dict.fromkeys(e.path for e in flat if e.path))
+        flat.sort(key=lambda e: (files.index(e.path) if e.path else -1,
+                                 e.line or 0))
         where = (files[0] if len(files) == 1
                  else f"{len(files)} provider config files")
         lines = [f"{where}: {len(flat)} problems; every one must be fixed "
