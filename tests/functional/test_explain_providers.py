@@ -223,3 +223,27 @@ def test_a_trait_the_driver_does_not_own_is_not_owned_dropped(capsys):
     assert "takes it off" in dropped["sentence"]
     assert rows(capsys, "--driver", "dropper", "--status",
                 "not-owned-dropped") == [dropped]
+
+
+@pytest.mark.parametrize("source", ["snapshot", "fake"])
+def test_what_explain_asserts_per_provider_is_what_report_puts_there(
+        capsys, host, source):
+    options, directory = host
+    if source == "fake":
+        options = ["--driver", "fake", "--host-spec", "numa2-ht",
+                   *options[2:]]
+    (directory / "site.yaml").write_text(
+        HEAD + "  - identification: {uuid: $COMPUTE_NODE}\n"
+        "    traits: {additional: [CUSTOM_RACK_7]}\n")
+    status, tree, _ = run(capsys, "report", "--format", "json", *options)
+    assert status == 0
+    placed = {p["name"]: set(p["traits"])
+              for p in json.loads(tree)["providers"]}
+
+    table = rows(capsys, *options, "--status", "asserted,provider-config")
+
+    said: dict[str, set[str]] = {name: set() for name in placed}
+    for row in table:
+        said[row["provider"]].add(row["trait"])
+    assert said == placed
+    assert len(placed) > 1 and all(placed.values())
