@@ -159,3 +159,24 @@ def test_an_unsavable_file_exits_2_and_mints_no_aggregate(
         assert {uuid: api.aggregates(uuid) for uuid in uuids} == {
             uuid: {mark} for uuid in uuids}
     assert path.read_text() == "damaged\n"
+
+
+def test_the_agents_cycle_says_it_and_fails(tmp_path, placement,
+                                            immutable):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    path = state / FILE_NAME
+    path.write_text("damaged\n")
+    path.chmod(0o600)
+    immutable(path)
+    env = dict(os.environ, VIRTDRIVER_STATE_DIR=str(state))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "virtdriver.cli", "agent", "--once",
+         "--placement-url", placement.url, *FAKE], env=env, text=True,
+        capture_output=True, timeout=120)
+
+    assert done.returncode == 2
+    [line] = done.stderr.splitlines()
+    assert "cycle 1: synced, 3 providers changed" in line
+    assert f"could not save the marking aggregate in {path}" in line
