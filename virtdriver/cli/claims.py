@@ -15,7 +15,8 @@ from typing import TextIO
 
 from virtdriver.claims.documents import (
     allocations_from_document, instance_from_document)
-from virtdriver.claims.model import Instance
+from virtdriver.claims.constraints import numa_constraints
+from virtdriver.claims.model import Instance, InvalidRequest
 from virtdriver.claims.rebuild import (
     providers_from_tree_json, rebuild_conflicts)
 from virtdriver.cli.checks import placement_url
@@ -69,6 +70,15 @@ def run_claims_command(args: argparse.Namespace, conf,
 def _rebuild_check(args: argparse.Namespace, driver: ComputeDriver, conf,
                    out: TextIO) -> int:
     instance = _instance(args.instance)
+    try:
+        # What claim refuses, a rebuild check cannot allow: the instance
+        # as it stands must be a valid request.
+        numa_constraints(instance.flavor, instance.image_properties)
+    except InvalidRequest as exc:
+        raise CommandError(
+            f"{args.instance}: the instance's flavor and current image make "
+            f"no valid request ({exc}); fix INSTANCE.json (a rebuild "
+            "cannot make it valid)") from None
     image = image_document(
         load_data_file(args.image, "image", CommandError), args.image)
     new_image = dict(image.properties)
