@@ -408,9 +408,11 @@ def _add_placement_request(commands) -> None:
                     "per guest NUMA node, group_policy=isolate, traits on "
                     "the cells or the root, DISK_GB unnumbered, and what "
                     "the tree cannot express (docs/claims.md).  With "
-                    "--placement-url, Placement's candidates.  Exit 0, 2 "
+                    "--placement-url, Placement's candidates; with "
+                    "--driver (and its options, as report takes them), "
+                    "also each class no provider of the node can ever "
+                    "hold (why it can offer no candidate).  Exit 0, 2 "
                     "unusable input, 3 Placement unreachable.")
-    _add_debug(cmd)
     cmd.add_argument("--flavor", required=True, metavar="FLAVOR.json",
                      help="{\"vcpus\", \"memory_mb\", \"extra_specs\", "
                           "\"root_gb\", \"ephemeral_gb\", \"swap\"}")
@@ -422,7 +424,13 @@ def _add_placement_request(commands) -> None:
                           "and print its candidates")
     cmd.add_argument("--limit", type=int, metavar="N",
                      help="ask for at most N candidates")
-    _add_text_or_json(cmd)
+    cmd.add_argument("--node", metavar="NAME",
+                     help="with --driver: the node whose providers are "
+                          "checked (default: the driver's only node)")
+    _add_driver_selection(cmd)
+    # No host is read unless a driver is named (--driver, or an option
+    # of one: then libvirt, as elsewhere).
+    cmd.set_defaults(driver=None)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,10 +6,13 @@ Shared by every driver that describes a NUMA host (libvirt, fake).
 (when known, with the disk options' reservation and ratio, see
 :mod:`virtdriver.conf.disk`) and the host-level traits; each NUMA cell is a child named
 ``<nodename>_NUMA<id>`` carrying ``VCPU`` (shared CPUs, the CPU allocation
-ratio), ``PCPU`` (dedicated CPUs, ratio 1), ``MEMORY_MB`` (the reservation
-as ``reserved``, the RAM allocation ratio) and one inventory per huge page
-size, plus ``HW_NUMA_ROOT`` and the CPU feature traits — CPU features live
-on the providers that hold VCPU and PCPU.
+ratio), ``PCPU`` (dedicated CPUs, ratio 1), ``MEMORY_MB`` (the cell's
+small-page memory — its memory less what its huge pages hold — with
+``reserved_host_memory_mb``'s share and the small pages
+``reserved_huge_pages`` keeps as ``reserved``, the RAM allocation ratio)
+and one inventory per huge page size, plus ``HW_NUMA_ROOT`` and the CPU
+feature traits — CPU features live on the providers that hold VCPU and
+PCPU.
 
 **Flat**: everything on the root, summed over cells, as classic compute
 services report it; no cell children (stale ones are removed).
@@ -72,9 +75,11 @@ def cell_inventory(cells: Iterable[CellResources], cpu_ratio: float,
     for cell in cells:
         vcpus += len(cell.vcpus)
         pcpus += len(cell.pcpus)
-        if cell.total_memory_mb is not None:
-            memory += cell.total_memory_mb
-            reserved_memory += cell.reserved_memory_mb
+        if cell.small_memory_mb is not None:
+            # Small-page memory only: the huge pages' memory is sold as
+            # pages, never also as MEMORY_MB.
+            memory += cell.small_memory_mb
+            reserved_memory += cell.small_memory_mb - cell.small_capacity_mb
         for size, pool in cell.huge_pages.items():
             counts = pages.setdefault(size, [0, 0])
             counts[0] += pool.total
