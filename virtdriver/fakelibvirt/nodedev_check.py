@@ -63,8 +63,9 @@ def check_sriov(devices: Iterable[NodeDevice], *,
             if vf in pf_of:
                 if pf_of[vf] != pf:
                     raise ValueError(
-                        f"PF {by_address[pf]} ({pf}) lists VF {vf}, whose "
-                        f"phys_function is {pf_of[vf]}; a VF has one PF")
+                        f"PF {by_address[pf]} ({pf}) lists VF "
+                        f"{by_address[vf]} ({vf}), whose phys_function is "
+                        f"{pf_of[vf]}; a VF has one PF")
             elif vf in by_address:
                 raise ValueError(
                     f"PF {by_address[pf]} ({pf}) lists VF {by_address[vf]} "
