@@ -281,7 +281,8 @@ def test_a_consistent_pf_and_vf_are_served():
     (lambda: [_pf()], True, "lists VF 0000:81:10.0, which is not on this "
      "host"),
 ], ids=["pf-lists-none", "pf-lists-another", "vf-names-none",
-        "vf-names-another-pf", "complete-absent-pf", "complete-vf-alone", "complete-pf-alone"])
+        "vf-names-another-pf", "complete-absent-pf", "complete-vf-alone",
+        "complete-pf-alone"])
 def test_contradicting_sriov_is_refused(devices, complete, words):
     with pytest.raises(ValueError) as caught:
         host_documents(node_devices=devices(), complete_sriov=complete)
