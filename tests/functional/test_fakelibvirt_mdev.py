@@ -125,8 +125,11 @@ def test_a_generated_uuid_when_none_is_given():
      (c.VIR_ERR_INTERNAL_ERROR, "internal error: Unable to start mediated "
       "device: No available instances of i915-GVTg_V5_8 on 0000:00:02.0")),
     (_request(parent="pci_0000_09_00_0"),
-     (c.VIR_ERR_INTERNAL_ERROR,
-      "internal error: unable to find parent device 'pci_0000_09_00_0'")),
+     (c.VIR_ERR_CONFIG_UNSUPPORTED,
+      "unsupported configuration: invalid parent device 'pci_0000_09_00_0'")),
+    (_request(parent="computer"),
+     (c.VIR_ERR_PARSE_FAILED, "failed to parse configuration file Unable "
+      "to find address for parent device 'computer'")),
     (_request(parent=NIC),
      (c.VIR_ERR_INTERNAL_ERROR, "internal error: Unable to start mediated "
       "device: Parent 0000:81:00.0 is not currently registered for mdev "
@@ -137,7 +140,8 @@ def test_a_generated_uuid_when_none_is_given():
     ("<device><parent>computer</parent><capability type='scsi'/></device>",
      (c.VIR_ERR_CONFIG_UNSUPPORTED,
       "unsupported configuration: Unsupported device type")),
-], ids=["unknown-type", "no-instance", "no-parent-device", "not-a-parent",
+], ids=["unknown-type", "no-instance", "no-parent-device",
+        "parent-without-address", "not-a-parent",
         "no-parent", "not-mdev"])
 def test_create_refusals(request_xml, error):
     conn = _conn()

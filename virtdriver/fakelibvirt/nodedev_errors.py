@@ -12,6 +12,7 @@ from virtdriver.fakelibvirt.constants import (
     VIR_ERR_INTERNAL_ERROR,
     VIR_ERR_INVALID_ARG,
     VIR_ERR_OPERATION_INVALID,
+    VIR_ERR_PARSE_FAILED,
     VIR_ERR_XML_DETAIL,
     VIR_FROM_NODEDEV,
     VIR_FROM_NONE,
@@ -50,6 +51,13 @@ def config_unsupported(detail: str) -> libvirtError:
     """``VIR_ERR_CONFIG_UNSUPPORTED`` (``Unsupported device type``...)."""
     return _with_prefix(VIR_ERR_CONFIG_UNSUPPORTED,
                         "unsupported configuration", detail)
+
+
+def parse_failed(detail: str) -> libvirtError:
+    """``VIR_ERR_PARSE_FAILED`` (no colon after libvirt's prefix)."""
+    fmt = "failed to parse configuration file %s"
+    return make_error(VIR_ERR_PARSE_FAILED, VIR_FROM_NODEDEV, fmt % detail,
+                      str1=fmt, str2=detail)
 
 
 def invalid_arg(detail: str) -> libvirtError:

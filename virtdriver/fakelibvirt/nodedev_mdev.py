@@ -99,11 +99,11 @@ def parent_address(parent_xml: str) -> str | None:
 
 
 def mdev_document(name: str, request: MdevRequest, uuid: str,
-                  parent_addr: str, *, active: bool, iommu_group: int,
+                  parent_addr: str, *, active: bool, iommu_group: int = 0,
                   parent_path: str | None = None) -> str:
     """The mdev's ``XMLDesc()``: an active one has a sysfs path (under
-    its parent's), the ``vfio_mdev`` driver and an IOMMU group; a
-    defined-only one not."""
+    its parent's), the ``vfio_mdev`` driver and its IOMMU group; a
+    defined-only one none of them but group 0, as libvirt writes it."""
     root = etree.Element("device")
     sub(root, "name", name)
     if active:
@@ -116,8 +116,7 @@ def mdev_document(name: str, request: MdevRequest, uuid: str,
     sub(cap, "type", id=request.type_id)
     sub(cap, "uuid", uuid)
     sub(cap, "parent_addr", parent_addr)
-    if active:
-        sub(cap, "iommuGroup", number=iommu_group)
+    sub(cap, "iommuGroup", number=iommu_group if active else 0)
     for attr_name, value in request.attrs:
         sub(cap, "attr", name=attr_name, value=value)
     return to_xml(root)

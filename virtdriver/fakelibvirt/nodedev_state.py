@@ -145,10 +145,13 @@ class NodeDeviceTable:
         verb = "define" if persistent else "start"
         with self._lock:
             parent = self._devices.get(request.parent)
-            addr = parent and mdev.parent_address(parent.xml)
+            if parent is None:
+                raise errors.config_unsupported(
+                    f"invalid parent device '{request.parent}'")
+            addr = mdev.parent_address(parent.xml)
             if addr is None:
-                raise errors.internal(
-                    f"unable to find parent device '{request.parent}'")
+                raise errors.parse_failed("Unable to find address for "
+                                          f"parent device '{request.parent}'")
             uuid = request.uuid or str(uuid_module.uuid4())
             name = mdev.mdev_name(uuid, addr)
             existing = self._devices.get(name)
@@ -159,7 +162,7 @@ class NodeDeviceTable:
                         f"on {addr} already defined")
                 xml_out = (existing.xml if existing is not None else
                            mdev.mdev_document(name, request, uuid, addr,
-                                              active=False, iommu_group=0))
+                                              active=False))
                 self._devices[name] = DeviceState(
                     xml_out, active=existing is not None, persistent=True)
                 event = c.VIR_NODE_DEVICE_EVENT_DEFINED
@@ -206,7 +209,7 @@ class NodeDeviceTable:
             if state.persistent:
                 self._devices[name] = DeviceState(
                     mdev.mdev_document(name, request, uuid, addr,
-                                       active=False, iommu_group=0),
+                                       active=False),
                     active=False, persistent=True)
             else:
                 del self._devices[name]
