@@ -18,7 +18,6 @@ from virtdriver import fakelibvirt
 from virtdriver.fakelibvirt import constants as c
 from virtdriver.fakelibvirt.builders import (
     MdevType, ap_matrix_device, css_device, host_documents, pci_device)
-from virtdriver.fakelibvirt.nodedev_state import node_devices
 
 UUID = "3627463d-b7f0-4fea-b468-f1da537d301b"
 GPU = "pci_0000_00_02_0"
@@ -323,7 +322,7 @@ def test_hot_unplug_removes_the_device_and_its_children():
     seen = _recorder(conn)
     mdev = conn.nodeDeviceCreateXML(_request(), 0)
     listed = conn.listAllDevices(0)
-    node_devices(conn.host).remove(GPU)
+    fakelibvirt.node_devices(conn.host).remove(GPU)
     assert GPU not in conn.listDevices(None, 0)
     assert mdev.name() not in conn.listDevices(None, 0)
     gpu = next(d for d in listed if d.name() == GPU)
@@ -334,7 +333,7 @@ def test_hot_unplug_removes_the_device_and_its_children():
         (mdev.name(), c.VIR_NODE_DEVICE_EVENT_DELETED),
         (GPU, c.VIR_NODE_DEVICE_EVENT_DELETED)]
     with pytest.raises(KeyError, match=GPU):
-        node_devices(conn.host).remove(GPU)
+        fakelibvirt.node_devices(conn.host).remove(GPU)
 
 
 def test_replace_changes_the_type_behind_the_same_name():
@@ -342,7 +341,7 @@ def test_replace_changes_the_type_behind_the_same_name():
     seen = _recorder(conn)
     swapped = pci_device("0000:00:02.0", 0x10de, 0x1eb8, class_id=0x030000,
                          mdev_types=(MdevType("nvidia-222", "GRID T4-1B", 16),))
-    node_devices(conn.host).replace(swapped)
+    fakelibvirt.node_devices(conn.host).replace(swapped)
     assert conn.nodeDeviceLookupByName(GPU).XMLDesc(0) == swapped.xml
     assert [e[2] for e in seen] == [c.VIR_NODE_DEVICE_EVENT_DELETED,
                                     c.VIR_NODE_DEVICE_EVENT_CREATED]
@@ -358,8 +357,8 @@ def test_plug_in_a_device():
     conn = _conn()
     seen = _recorder(conn)
     vf = pci_device("0000:81:10.0", 0x8086, 0x10ed)
-    node_devices(conn.host).add(vf)
+    fakelibvirt.node_devices(conn.host).add(vf)
     assert conn.nodeDeviceLookupByName(vf.name).XMLDesc(0) == vf.xml
     assert seen[0][1:3] == (vf.name, c.VIR_NODE_DEVICE_EVENT_CREATED)
     with pytest.raises(ValueError, match="already exists"):
-        node_devices(conn.host).add(vf)
+        fakelibvirt.node_devices(conn.host).add(vf)

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from lxml import etree
 
 from virtdriver.fakelibvirt import constants as c
-from virtdriver.fakelibvirt import events
 from virtdriver.fakelibvirt import nodedev_errors as errors
 from virtdriver.fakelibvirt import nodedev_mdev as mdev
 from virtdriver.fakelibvirt.errors import no_node_device
@@ -273,8 +272,6 @@ class NodeDeviceTable:
         for entry in listeners:
             entry.callback(entry.conn, virNodeDevice(entry.conn, name),
                            event, 0, entry.opaque)
-        if listeners:
-            events.wake()
 
     # -- helpers (lock held) ---------------------------------------------
 
