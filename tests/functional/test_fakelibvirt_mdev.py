@@ -238,6 +238,28 @@ def test_undefine_an_active_one_leaves_it_running_transient():
     assert dev.name() not in conn.listDevices(None, 0)
 
 
+def test_autostart_only_for_defined_mdevs():
+    conn = _conn()
+    defined = conn.nodeDeviceDefineXML(_request(), 0)
+    assert defined.autostart() == 0
+    assert defined.setAutostart(1) == 0
+    assert defined.autostart() == 1
+    transient = conn.nodeDeviceCreateXML(
+        _request("d069d019-36ea-4111-8f0a-8c9a70e21366"), 0)
+    assert _err(transient.setAutostart, 1) == (
+        c.VIR_ERR_OPERATION_INVALID, c.VIR_FROM_NODEDEV,
+        "Requested operation is not valid: cannot set autostart for "
+        "transient device")
+    gpu = conn.nodeDeviceLookupByName(GPU)
+    assert _err(gpu.setAutostart, 1)[::2] == (
+        c.VIR_ERR_OPERATION_UNSUPPORTED,
+        "Operation not supported: Unsupported device type")
+    assert conn.nodeDeviceLookupByName("computer").autostart() == 1
+    defined.create(0)
+    defined.undefine(0)                  # running on, transient
+    assert defined.autostart() == 0
+
+
 def test_start_refused_when_no_instance_left():
     conn = _conn(available=1)
     defined = conn.nodeDeviceDefineXML(_request(), 0)

@@ -261,7 +261,8 @@ def test_every_device_answers_alike(replayed):
                              ("isPersistent", ()), ("XMLDesc", (0,)),
                              ("XMLDesc", (1,)), ("create", (0,)),
                              ("create", (1,)), ("destroy", ()),
-                             ("undefine", (0,)), ("undefine", (1,))]:
+                             ("undefine", (0,)), ("undefine", (1,)),
+                             ("autostart", ()), ("setAutostart", (1,))]:
             assert _outcome(getattr(twin, method), *args) == \
                 _outcome(getattr(device, method), *args), (
                     device.name(), method, args)
@@ -280,7 +281,8 @@ def test_mdev_definition_names_and_documents_alike(replayed):
     assert mine.name() == theirs.name()
     assert mine.name().startswith(
         "mdev_3627463d_b7f0_4fea_b468_f1da537d301b_")
-    for method in ("parent", "listCaps", "isActive", "isPersistent"):
+    for method in ("parent", "listCaps", "isActive", "isPersistent",
+                   "autostart"):
         assert getattr(mine, method)() == getattr(theirs, method)(), method
     assert _canonical(mine.XMLDesc(0)) == _canonical(theirs.XMLDesc(0))
     inactive = libvirt.VIR_CONNECT_LIST_NODE_DEVICES_INACTIVE

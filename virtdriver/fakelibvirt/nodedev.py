@@ -150,6 +150,19 @@ class virNodeDevice:  # noqa: N801 - libvirt's name
         udev finds is not persistent in libvirt's words)."""
         return int(self._table.require(self._name).persistent)
 
+    @_device_call("virNodeDeviceGetAutostart")
+    def autostart(self) -> int:
+        """1 when started at boot: ``computer`` and defined mdevs set so."""
+        return int(self._table.require(self._name).autostart)
+
+    @_device_call("virNodeDeviceSetAutostart")
+    def setAutostart(self, autostart: int) -> int:  # noqa: N802
+        """Start a defined mdev at boot or not; 0.  Other devices:
+        ``VIR_ERR_OPERATION_UNSUPPORTED``; a transient mdev:
+        ``VIR_ERR_OPERATION_INVALID``."""
+        self._table.set_autostart(self._name, bool(autostart))
+        return 0
+
     @_device_call("virNodeDeviceCreate", 0)
     def create(self, flags: int = 0) -> int:
         """Start a defined mdev (``Device is already active`` when it

@@ -12,6 +12,7 @@ from virtdriver.fakelibvirt.constants import (
     VIR_ERR_INTERNAL_ERROR,
     VIR_ERR_INVALID_ARG,
     VIR_ERR_OPERATION_INVALID,
+    VIR_ERR_OPERATION_UNSUPPORTED,
     VIR_ERR_PARSE_FAILED,
     VIR_ERR_XML_DETAIL,
     VIR_FROM_NODEDEV,
@@ -58,6 +59,12 @@ def parse_failed(detail: str) -> libvirtError:
     fmt = "failed to parse configuration file %s"
     return make_error(VIR_ERR_PARSE_FAILED, VIR_FROM_NODEDEV, fmt % detail,
                       str1=fmt, str2=detail)
+
+
+def operation_unsupported(detail: str) -> libvirtError:
+    """``VIR_ERR_OPERATION_UNSUPPORTED`` (``setAutostart`` of a non-mdev)."""
+    return _with_prefix(VIR_ERR_OPERATION_UNSUPPORTED,
+                        "Operation not supported", detail)
 
 
 def invalid_arg(detail: str) -> libvirtError:

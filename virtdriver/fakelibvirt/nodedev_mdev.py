@@ -58,12 +58,12 @@ def parse_request(xml: str) -> MdevRequest:
                               root_tag="device")
     except CapabilityXMLError as exc:
         raise errors.xml_detail(exc.line or 1, exc.reason) from None
-    parent = (root.findtext("parent") or "").strip()
-    if not parent:
-        raise errors.config_unsupported("missing parent device")
     cap = root.find("capability[@type='mdev']")
     if cap is None:
         raise errors.config_unsupported("Unsupported device type")
+    parent = (root.findtext("parent") or "").strip()
+    if not parent:
+        raise errors.config_unsupported("missing parent device")
     type_id = (cap.find("type").get("id") if cap.find("type") is not None
                else None)
     if not type_id:

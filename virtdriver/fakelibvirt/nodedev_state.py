@@ -41,11 +41,13 @@ ROOT = "computer"
 
 @dataclass(frozen=True)
 class DeviceState:
-    """One device: its document and whether it is active / defined."""
+    """One device: its document, whether it is active / defined and
+    started at boot (``autostart``)."""
 
     xml: str
     active: bool = True
     persistent: bool = False
+    autostart: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,9 @@ class NodeDeviceTable:
 
     def __init__(self, devices: Mapping[str, str]) -> None:
         self._lock = threading.Lock()
-        self._devices = {name: DeviceState(xml, persistent=name == ROOT)
+        # The daemon reports its root persistent and autostarted.
+        self._devices = {name: DeviceState(xml, persistent=name == ROOT,
+                                           autostart=name == ROOT)
                          for name, xml in devices.items()}
         self._listeners: list[_Listener] = []
         self._ids: weakref.WeakKeyDictionary[Any, itertools.count] = \
@@ -225,10 +229,22 @@ class NodeDeviceTable:
                     f"Node device '{name}' is not defined")
             self._mdev_of(state)
             if state.active:
-                self._devices[name] = replace(state, persistent=False)
+                self._devices[name] = replace(state, persistent=False,
+                                              autostart=False)
             else:
                 del self._devices[name]
         self._emit(name, c.VIR_NODE_DEVICE_EVENT_UNDEFINED)
+
+    def set_autostart(self, name: str, autostart: bool) -> None:
+        """``virNodeDevice.setAutostart()``: defined mdevs only."""
+        with self._lock:
+            state = self._require_locked(name)
+            if mdev.mdev_facts(state.xml) == (None, None):
+                raise errors.operation_unsupported("Unsupported device type")
+            if not state.persistent:
+                raise errors.operation_invalid(
+                    "cannot set autostart for transient device")
+            self._devices[name] = replace(state, autostart=autostart)
 
     # -- events ----------------------------------------------------------
 
