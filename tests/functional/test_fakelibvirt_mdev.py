@@ -311,19 +311,28 @@ def test_transient_create_and_destroy_events_and_device_filter():
     assert only_nic == []
 
 
-def test_callback_ids_and_deregister():
+def test_callback_ids_duplicates_and_deregister():
     conn = _conn()
     seen = []
-    ids = [conn.nodeDeviceEventRegisterAny(
-        None, c.VIR_NODE_DEVICE_EVENT_ID_LIFECYCLE,
-        lambda *a: seen.append(a), None) for _ in range(2)]
-    assert ids == [0, 1]                          # as the daemon numbers them
+
+    def register(device=None, event_id=c.VIR_NODE_DEVICE_EVENT_ID_LIFECYCLE):
+        return conn.nodeDeviceEventRegisterAny(
+            device, event_id, lambda *a: seen.append(a), None)
+
+    assert register() == 0
+    # as the daemon: one callback per event and device on a connection
+    assert _err(register) == (
+        c.VIR_ERR_INVALID_ARG, c.VIR_FROM_NONE,
+        "invalid argument: event callback already tracked")
+    assert register(conn.nodeDeviceLookupByName(GPU)) == 1
+    assert register(None, c.VIR_NODE_DEVICE_EVENT_ID_UPDATE) == 2
     assert conn.nodeDeviceEventDeregisterAny(0) is None
     assert _err(conn.nodeDeviceEventDeregisterAny, 0) == (
         c.VIR_ERR_INVALID_ARG, c.VIR_FROM_NONE,
         "invalid argument: event callback id 0 not registered")
+    assert register() == 3                       # ids are not reused
     conn.nodeDeviceCreateXML(_request(), 0)
-    assert len(seen) == 1
+    assert len(seen) == 1                        # the lifecycle one only
     assert _err(conn.nodeDeviceEventRegisterAny, None, 7,
                 lambda *a: None, None)[0] == c.VIR_ERR_INVALID_ARG
 

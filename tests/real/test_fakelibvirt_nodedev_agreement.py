@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from lxml import etree
 
 from tests.corpus import CORPUS
 from virtdriver import fakelibvirt as fake
+from virtdriver.drivers.libvirt import connection
 from virtdriver.fakelibvirt.builders import load_node_devices
 from virtdriver.fakelibvirt.documents import HostDocuments
 from virtdriver.fakelibvirt.nodedev import CAPABILITY_FLAGS, CAPABILITY_NAMES
@@ -218,6 +220,7 @@ def daemon(in_ci):
 
 @pytest.fixture(scope="module")
 def replayed(daemon):
+    connection.ensure_event_loop()     # before opening, for the events
     real = libvirt.open(daemon)
     documents = HostDocuments(node_devices={
         d.name(): d.XMLDesc(0) for d in real.listAllDevices(0)})
@@ -268,8 +271,23 @@ def test_every_device_answers_alike(replayed):
                     device.name(), method, args)
 
 
-def test_mdev_definition_names_and_documents_alike(replayed):
+def _listen(conn):
+    seen, arrived = [], threading.Event()
+
+    def callback(_conn, device, event, detail, _opaque):
+        seen.append((device.name(), event, detail))
+        arrived.set()
+
+    callback_id = conn.nodeDeviceEventRegisterAny(
+        None, libvirt.VIR_NODE_DEVICE_EVENT_ID_LIFECYCLE, callback, None)
+    return seen, arrived, callback_id
+
+
+def test_mdev_definition_names_documents_and_events_alike(replayed):
     real, served = replayed
+    real_events, real_arrived, real_id = _listen(real)
+    fake_events, _, fake_id = _listen(served)
+    assert real_id == fake_id
     parent = next(d.name() for d in real.listAllDevices(
         libvirt.VIR_CONNECT_LIST_NODE_DEVICES_CAP_PCI_DEV))
     request = (f"<device><parent>{parent}</parent><capability type='mdev'>"
@@ -289,6 +307,11 @@ def test_mdev_definition_names_and_documents_alike(replayed):
     assert _outcome(served.listAllDevices, inactive) == \
         _outcome(real.listAllDevices, inactive) == [mine.name()]
     assert _outcome(mine.destroy) == _outcome(theirs.destroy)
+    assert real_arrived.wait(60), "no event from the daemon in 60 s"
+    assert fake_events == real_events == [
+        (mine.name(), libvirt.VIR_NODE_DEVICE_EVENT_DEFINED, 0)]
+    real.nodeDeviceEventDeregisterAny(real_id)
+    served.nodeDeviceEventDeregisterAny(fake_id)
     for bad in ("pci_0000_99_00_0", "computer"):
         broken = request.replace(parent, bad)
         for call in ("nodeDeviceDefineXML", "nodeDeviceCreateXML"):
@@ -297,22 +320,36 @@ def test_mdev_definition_names_and_documents_alike(replayed):
     for call in ("nodeDeviceDefineXML", "nodeDeviceCreateXML"):
         assert _outcome(getattr(served, call), request, 2) == \
             _outcome(getattr(real, call), request, 2), call
+    not_mdev = "<device><parent>computer</parent><capability type='scsi'>" \
+        "<host>0</host><bus>0</bus><target>0</target><lun>0</lun>" \
+        "<type>disk</type></capability></device>"
+    assert _outcome(served.nodeDeviceDefineXML, not_mdev, 0) == \
+        _outcome(real.nodeDeviceDefineXML, not_mdev, 0)
 
 
-def test_event_callback_ids_and_unknown_ones_alike(replayed):
+def test_event_registration_alike(replayed):
     real, served = replayed
-    libvirt.virEventRegisterDefaultImpl()
-    ids = []
+    computer = {conn: conn.nodeDeviceLookupByName("computer")
+                for conn in (real, served)}
+    outcomes = {}
     for conn in (real, served):
+        steps = []
         first = conn.nodeDeviceEventRegisterAny(
             None, libvirt.VIR_NODE_DEVICE_EVENT_ID_LIFECYCLE,
             lambda *a: None, None)
+        steps.append(_outcome(conn.nodeDeviceEventRegisterAny, None,
+                              libvirt.VIR_NODE_DEVICE_EVENT_ID_LIFECYCLE,
+                              lambda *a: None, None))
+        second = conn.nodeDeviceEventRegisterAny(
+            computer[conn], libvirt.VIR_NODE_DEVICE_EVENT_ID_LIFECYCLE,
+            lambda *a: None, None)
+        steps.append(second - first)
         conn.nodeDeviceEventDeregisterAny(first)
-        ids.append((first, _outcome(conn.nodeDeviceEventDeregisterAny,
-                                    first)))
-    assert ids[0][1][:2] == ids[1][1][:2] == (
-        "error", libvirt.VIR_ERR_INVALID_ARG)
-    assert ids[0][1][3] == ids[1][1][3]
+        conn.nodeDeviceEventDeregisterAny(second)
+        steps.append(_outcome(conn.nodeDeviceEventDeregisterAny, first))
+        outcomes[conn] = steps
+    assert outcomes[real] == outcomes[served]
+    assert outcomes[real][0][:2] == ("error", libvirt.VIR_ERR_INVALID_ARG)
 
 
 def test_documents_replay_is_lossless(replayed):

@@ -250,8 +250,20 @@ class NodeDeviceTable:
 
     def register(self, conn: virConnect, device: str | None, event_id: int,
                  callback: Callable[..., Any], opaque: Any) -> int:
-        """Add a callback for ``conn``; its id (0, 1, ... per connection)."""
+        """Add a callback for ``conn``; its id (0, 1, ... per connection,
+        never reused).
+
+        Raises:
+            libvirtError: ``VIR_ERR_INVALID_ARG`` "event callback already
+                tracked" for a second callback of the same event and
+                device on one connection (libvirt-python passes libvirt
+                one dispatcher and the connection for every callback, so
+                libvirt sees the same one twice).
+        """
         with self._lock:
+            if any(entry.conn is conn and entry.event_id == event_id
+                   and entry.device == device for entry in self._listeners):
+                raise errors.invalid_arg("event callback already tracked")
             ids = self._ids.setdefault(conn, itertools.count())
             listener = _Listener(conn, next(ids), device, event_id,
                                  callback, opaque)
