@@ -384,6 +384,30 @@ def test_replace_changes_the_type_behind_the_same_name():
     assert conn.host.documents.node_devices[GPU] == _gpu().xml
 
 
+def test_unplugging_a_pf_takes_its_vfs():
+    pf = pci_device("0000:3b:00.0", 0x8086, 0x1572,
+                    virtual_functions=["0000:3b:02.0", "0000:3b:02.1"])
+    vfs = [pci_device(a, 0x8086, 0x154c, physical_function="0000:3b:00.0")
+           for a in ("0000:3b:02.0", "0000:3b:02.1")]
+    conn = _conn(pf, *vfs)
+    seen = _recorder(conn)
+    fakelibvirt.node_devices(conn.host).remove(pf.name)
+    assert sorted(e[1] for e in seen) == sorted(
+        [pf.name, *(vf.name for vf in vfs)])
+    assert seen[-1][1] == pf.name                 # the PF goes last
+    assert conn.listDevices("pci", 0) == [GPU, NIC]
+
+
+def test_a_runtime_change_that_contradicts_sriov_is_refused():
+    conn = _conn(pci_device("0000:3b:00.0", 0x8086, 0x1572,
+                            virtual_functions=["0000:3b:02.0"]))
+    stray = pci_device("0000:3b:02.0", 0x8086, 0x154c,
+                       physical_function="0000:3c:00.0")
+    with pytest.raises(ValueError, match="a VF has one PF"):
+        fakelibvirt.node_devices(conn.host).add(stray)
+    assert stray.name not in conn.listDevices(None, 0)
+
+
 def test_plug_in_a_device():
     conn = _conn()
     seen = _recorder(conn)

@@ -78,6 +78,18 @@ def check_sriov(devices: Iterable[NodeDevice], *,
                     "virtual_functions")
 
 
+def sriov_links(xml: str) -> tuple[str | None, set[str]]:
+    """``(PCI address, addresses of the VFs it lists)`` of a device
+    document; ``(None, set())`` for a device that is not PCI."""
+    pci = etree.fromstring(xml.encode()).find("capability[@type='pci']")
+    if pci is None:
+        return None, set()
+    vfs = pci.find("capability[@type='virt_functions']")
+    return _address_of(pci), ({_address_attrs(a) for a in
+                               vfs.findall("address")} if vfs is not None
+                              else set())
+
+
 def _address_of(pci: etree._Element) -> str:
     parts = [_int(pci.findtext(t)) for t in
              ("domain", "bus", "slot", "function")]

@@ -30,10 +30,11 @@ from virtdriver.fakelibvirt import constants as c
 from virtdriver.fakelibvirt import nodedev_errors as errors
 from virtdriver.fakelibvirt import nodedev_mdev as mdev
 from virtdriver.fakelibvirt.errors import no_node_device
+from virtdriver.fakelibvirt.nodedev_builder import NodeDevice
+from virtdriver.fakelibvirt.nodedev_check import check_sriov, sriov_links
 
 if TYPE_CHECKING:
     from virtdriver.fakelibvirt.connection import FakeHost, virConnect
-    from virtdriver.fakelibvirt.nodedev_builder import NodeDevice
 
 #: The root device libvirt's node device driver reports as persistent.
 ROOT = "computer"
@@ -99,18 +100,21 @@ class NodeDeviceTable:
         """Plug ``device`` in (``CREATED``).
 
         Raises:
-            ValueError: a device of that name is already there.
+            ValueError: a device of that name is already there, or it
+                contradicts a PF or VF present (see :func:`.check_sriov`).
         """
         with self._lock:
             if device.name in self._devices:
                 raise ValueError(f"node device {device.name!r} already "
                                  "exists; replace() it or remove() it first")
+            self._check_with(device)
             self._devices[device.name] = DeviceState(device.xml)
         self._emit(device.name, c.VIR_NODE_DEVICE_EVENT_CREATED)
 
     def remove(self, name: str) -> None:
-        """Unplug ``name`` and the devices below it (``DELETED`` for each,
-        children first, as the kernel removes them).
+        """Unplug ``name`` and the devices below it: its children (mdevs,
+        net devices...) and a PF's VFs (``DELETED`` for each, children
+        first, as the kernel removes them).
 
         Raises:
             KeyError: no such device.
@@ -131,10 +135,12 @@ class NodeDeviceTable:
 
         Raises:
             KeyError: no device of that name to replace.
+            ValueError: it contradicts a PF or VF present.
         """
         with self._lock:
             if device.name not in self._devices:
                 raise KeyError(f"no node device {device.name!r} to replace")
+            self._check_with(device)
             self._devices[device.name] = DeviceState(device.xml)
         self._emit(device.name, c.VIR_NODE_DEVICE_EVENT_DELETED)
         self._emit(device.name, c.VIR_NODE_DEVICE_EVENT_CREATED)
@@ -309,12 +315,23 @@ class NodeDeviceTable:
             raise no_node_device(name)
         return state
 
+    def _check_with(self, device: NodeDevice) -> None:
+        """Refuse a device that would contradict the host's SR-IOV links
+        (a VF naming a PF that does not list it...)."""
+        others = [NodeDevice(n, s.xml, ()) for n, s in self._devices.items()
+                  if n != device.name]
+        check_sriov([*others, device], complete=False)
+
     def _subtree(self, name: str) -> list[str]:
+        # Below a device: its children, and a PF's VFs (the kernel removes
+        # them with it, though their <parent> is a bridge).
         parents = {n: _parent_of(s.xml) for n, s in self._devices.items()}
+        links = {n: sriov_links(s.xml) for n, s in self._devices.items()}
         found = [name]
         for item in found:
-            found.extend(n for n, p in parents.items()
-                         if p == item and n not in found)
+            vfs = links[item][1]
+            found.extend(n for n in self._devices if n not in found and (
+                parents[n] == item or links[n][0] in vfs))
         return list(reversed(found))
 
     def _mdev_of(self, state: DeviceState):
