@@ -249,7 +249,10 @@ def test_the_daemon_and_its_replay_answer_alike(replayed):
     calls += [("listAllDevices", flags) for flags in (
         0, *CAPABILITY_FLAGS, libvirt.VIR_CONNECT_LIST_NODE_DEVICES_ACTIVE,
         libvirt.VIR_CONNECT_LIST_NODE_DEVICES_INACTIVE, 1 << 29)]
-    calls += [("nodeDeviceLookupByName", "nope")]
+    calls += [("nodeDeviceLookupByName", "nope"),
+              ("nodeDeviceLookupSCSIHostByWWN", "2000000012341234",
+               "1000000012341234", 0),
+              ("nodeDeviceLookupSCSIHostByWWN", "1", "2", 1)]
     for name, *args in calls:
         assert _outcome(getattr(served, name), *args) == \
             _outcome(getattr(real, name), *args), (name, args)

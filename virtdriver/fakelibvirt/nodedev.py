@@ -76,6 +76,12 @@ def capabilities_of(xml: str) -> tuple[str, ...]:
         if t in _NESTED_LISTED])
 
 
+@functools.lru_cache(maxsize=4096)
+def parent_of(xml: str) -> str | None:
+    """The ``<parent>`` a device document names, if any."""
+    return etree.fromstring(xml.encode()).findtext("parent")
+
+
 def _device_call(function: str, flags_allowed: int | None = None):
     """Guard a device method as libvirt's C call ``function``: the
     connection's state and fault plan, then the flags it accepts."""
@@ -125,9 +131,7 @@ class virNodeDevice:  # noqa: N801 - libvirt's name
         """The ``<parent>`` name; ``None`` for the root (``computer``)
         and for a device gone, as libvirt-python returns for both."""
         state = self._table.get(self._name)
-        if state is None:
-            return None
-        return etree.fromstring(state.xml.encode()).findtext("parent")
+        return None if state is None else parent_of(state.xml)
 
     @_device_call("virNodeDeviceListCaps")
     def listCaps(self) -> list[str]:  # noqa: N802
