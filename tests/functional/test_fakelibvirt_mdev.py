@@ -384,6 +384,27 @@ def test_replace_changes_the_type_behind_the_same_name():
     assert conn.host.documents.node_devices[GPU] == _gpu().xml
 
 
+def test_replacing_a_parent_removes_its_mdevs_first():
+    conn = _conn()
+    mdev = conn.nodeDeviceCreateXML(_request(), 0)
+    seen = _recorder(conn)
+    fakelibvirt.node_devices(conn.host).replace(_gpu(available=4))
+    assert [(e[1], e[2]) for e in seen] == [
+        (mdev.name(), c.VIR_NODE_DEVICE_EVENT_DELETED),
+        (GPU, c.VIR_NODE_DEVICE_EVENT_DELETED),
+        (GPU, c.VIR_NODE_DEVICE_EVENT_CREATED)]
+    assert conn.listDevices("mdev", 0) == []
+    assert _available(conn) == 4
+
+
+def test_creating_a_defined_mdev_keeps_it_defined():
+    conn = _conn()
+    defined = conn.nodeDeviceDefineXML(_request(), 0)
+    started = conn.nodeDeviceCreateXML(_request(), 0)
+    assert started == defined
+    assert (defined.isActive(), defined.isPersistent()) == (1, 1)
+
+
 def test_unplugging_a_pf_takes_its_vfs():
     pf = pci_device("0000:3b:00.0", 0x8086, 0x1572,
                     virtual_functions=["0000:3b:02.0", "0000:3b:02.1"])

@@ -131,18 +131,22 @@ class NodeDeviceTable:
     def replace(self, device: NodeDevice) -> None:
         """Swap the device of ``device.name`` for ``device`` (a GPU of
         another type, a NIC of another vendor in the same slot): the old
-        one is unplugged (``DELETED``), the new plugged in (``CREATED``).
+        one is unplugged with what is below it (``DELETED`` for each, as
+        :meth:`remove`), the new one plugged in (``CREATED``).
 
         Raises:
             KeyError: no device of that name to replace.
-            ValueError: it contradicts a PF or VF present.
+            ValueError: it contradicts a PF or VF left on the host.
         """
         with self._lock:
             if device.name not in self._devices:
                 raise KeyError(f"no node device {device.name!r} to replace")
-            self._check_with(device)
-            self._devices[device.name] = DeviceState(device.xml)
-        self._emit(device.name, c.VIR_NODE_DEVICE_EVENT_DELETED)
+            gone = self._subtree(device.name)
+            kept = {n: s for n, s in self._devices.items() if n not in gone}
+            self._check_with(device, kept)
+            self._devices = {**kept, device.name: DeviceState(device.xml)}
+        for name in gone:
+            self._emit(name, c.VIR_NODE_DEVICE_EVENT_DELETED)
         self._emit(device.name, c.VIR_NODE_DEVICE_EVENT_CREATED)
 
     # -- the mdev lifecycle (what mdevctl does for libvirt) ----------------
@@ -151,7 +155,6 @@ class NodeDeviceTable:
         """``nodeDeviceCreateXML`` (a transient, active mdev) or
         ``nodeDeviceDefineXML`` (a persistent, inactive one); its name."""
         request = mdev.parse_request(xml)
-        verb = "define" if persistent else "start"
         with self._lock:
             parent = self._devices.get(request.parent)
             if parent is None:
@@ -177,12 +180,15 @@ class NodeDeviceTable:
                 event = c.VIR_NODE_DEVICE_EVENT_DEFINED
             else:
                 if existing is not None and existing.active:
-                    raise errors.internal(f"Unable to {verb} mediated "
+                    raise errors.internal("Unable to start mediated "
                                           "device: Device already exists")
                 self._take_instance(request.parent, request.type_id, addr,
                                     "Unable to start mediated device")
-                self._devices[name] = DeviceState(self._active_document(
-                    name, request, uuid, addr))
+                # Starting a defined one this way keeps it defined.
+                self._devices[name] = DeviceState(
+                    self._active_document(name, request, uuid, addr),
+                    persistent=existing is not None and existing.persistent,
+                    autostart=existing is not None and existing.autostart)
                 event = c.VIR_NODE_DEVICE_EVENT_CREATED
         self._emit(name, event)
         return name
@@ -315,10 +321,13 @@ class NodeDeviceTable:
             raise no_node_device(name)
         return state
 
-    def _check_with(self, device: NodeDevice) -> None:
-        """Refuse a device that would contradict the host's SR-IOV links
-        (a VF naming a PF that does not list it...)."""
-        others = [NodeDevice(n, s.xml, ()) for n, s in self._devices.items()
+    def _check_with(self, device: NodeDevice,
+                    devices: Mapping[str, DeviceState] | None = None) -> None:
+        """Refuse a device that would contradict the SR-IOV links of
+        ``devices`` (the host's; a VF naming a PF that does not list
+        it...)."""
+        devices = self._devices if devices is None else devices
+        others = [NodeDevice(n, s.xml, ()) for n, s in devices.items()
                   if n != device.name]
         check_sriov([*others, device], complete=False)
 
