@@ -236,6 +236,15 @@ def test_bad_files_are_refused_naming_the_file(tmp_path, text, reason):
     assert str(path) in str(caught.value)
 
 
+def test_a_directory_is_its_own_xml_files_sorted(tmp_path):
+    (tmp_path / "b.xml").write_text(_corpus("ap_card07.xml"))
+    (tmp_path / "a.xml").write_text(_corpus("computer.xml"))
+    (tmp_path / "notes.txt").write_text("not a device")
+    (tmp_path / "link.xml").symlink_to(NODEDEV / "css_0_0_ffff.xml")
+    assert [d.name for d in load_node_devices(tmp_path)] == [
+        "computer", "ap_card07"]
+
+
 def test_a_missing_file_is_refused(tmp_path):
     with pytest.raises(NodeDeviceLoadError, match="cannot read"):
         load_node_devices(tmp_path / "nope.xml")

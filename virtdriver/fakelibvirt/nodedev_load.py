@@ -3,7 +3,7 @@
 A file holds one ``<device>`` document (``virsh nodedev-dumpxml``,
 libvirt's own test data) or several one after another, each starting at
 the beginning of a line (``mdevctl-list-multiple.out.xml``).  A directory
-stands for its ``*.xml`` files, sorted.  Each document is served as
+stands for its ``*.xml`` regular files (not symlinks), sorted.  Each document is served as
 written (its text, not a re-serialisation), after the checks libvirt's
 parser would make and the fake relies on: a ``<device>`` root, a
 ``<name>``, capabilities of types libvirt knows, an mdev's type, channel
@@ -122,7 +122,9 @@ def _files(paths: Iterable[str | os.PathLike[str]]) -> list[pathlib.Path]:
     for raw in paths:
         path = pathlib.Path(raw)
         if path.is_dir():
-            files.extend(sorted(p for p in path.glob("*.xml") if p.is_file()))
+            # A directory's symlinks are not followed: only its own files.
+            files.extend(sorted(p for p in path.glob("*.xml")
+                                if p.is_file() and not p.is_symlink()))
         else:
             files.append(path)
     return files
