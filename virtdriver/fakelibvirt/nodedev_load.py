@@ -6,9 +6,10 @@ the beginning of a line (``mdevctl-list-multiple.out.xml``).  A directory
 stands for its ``*.xml`` regular files (not symlinks), sorted.  Each
 document is served as written (its text, not a re-serialisation), after
 the checks libvirt's parser would make and the fake relies on: a
-``<device>`` root, a ``<name>``, capabilities of types libvirt knows, an mdev's type, channel
-subsystem ids in range.  Then :func:`~.nodedev_check.check_sriov` checks
-PFs and VFs against each other.
+``<device>`` root, a ``<name>``, capabilities of types libvirt knows, an
+mdev's type, channel subsystem ids in range.  Then
+:func:`~.nodedev_check.check_sriov` checks PFs and VFs against each
+other.
 """
 
 from __future__ import annotations
