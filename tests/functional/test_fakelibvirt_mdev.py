@@ -337,11 +337,12 @@ def test_callback_ids_duplicates_and_deregister():
                 lambda *a: None, None)[0] == c.VIR_ERR_INVALID_ARG
 
 
-def test_a_closed_connection_gets_no_events():
+@pytest.mark.parametrize("lose", ["close", "drop"])
+def test_a_closed_or_dropped_connection_gets_no_events(lose):
     conn = _conn()
     seen = _recorder(conn)
     other = fakelibvirt.virConnect(conn.host)
-    conn.close()
+    getattr(conn, lose)()
     other.nodeDeviceCreateXML(_request(), 0)
     assert seen == []
 

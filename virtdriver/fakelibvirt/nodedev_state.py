@@ -304,7 +304,8 @@ class NodeDeviceTable:
         with self._lock:
             listeners = [entry for entry in self._listeners
                          if entry.device in (None, name)
-                         and not entry.conn.closed]
+                         and not entry.conn.closed
+                         and not entry.conn._dropped]
         # Only lifecycle callbacks fire: no change here is an UPDATE (a
         # device whose document changed while it stayed).
         listeners = [entry for entry in listeners
