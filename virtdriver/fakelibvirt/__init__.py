@@ -35,6 +35,7 @@ from virtdriver.fakelibvirt.events import (
     virEventRegisterDefaultImpl, virEventRunDefaultImpl)
 from virtdriver.fakelibvirt.faults import Fault
 from virtdriver.fakelibvirt.nodedev import virNodeDevice
+from virtdriver.fakelibvirt.nodedev_state import node_devices
 from virtdriver.fakelibvirt.swap import use_fakelibvirt
 
 #: Plan a fault for every connection (see :meth:`.FaultPlan.fail`).
@@ -48,6 +49,6 @@ __all__ = [  # and every constant of .constants (a star import)
     "openReadOnly", "register_host", "registerErrorHandler", "reset",
     "unregister_host", "use_fakelibvirt", "virConnect",
     "virEventRegisterDefaultImpl", "virEventRunDefaultImpl",
-    "virNodeDevice",
+    "virNodeDevice", "node_devices",
     *(name for name in dir(_constants) if name.startswith("VIR_")),
 ]
