@@ -132,6 +132,14 @@ class ProviderTreeLike(Protocol):
         """Replace ``provider``'s traits; return whether they changed."""
         ...
 
+    def add_traits(self, provider: str, *traits: str) -> None:
+        """Add ``traits`` to ``provider``'s (Nova's call)."""
+        ...
+
+    def remove_traits(self, provider: str, *traits: str) -> None:
+        """Remove ``traits`` from ``provider``'s (Nova's call)."""
+        ...
+
 
 @dataclass(frozen=True)
 class NodeCapabilities:
@@ -294,8 +302,9 @@ class ComputeDriver(abc.ABC):
         """
         return None
 
-    def ownership_for(self, nodename: str) -> Ownership:
-        """What the driver owns on ``nodename``'s providers.
+    def ownership_for(self, nodename: str) -> Ownership | None:
+        """What the driver owns on ``nodename``'s providers; ``None``: not
+        declared (the traits it set itself, class doc).
 
         The default is :attr:`ownership`, the same for every node; drivers
         whose ownership differs per node (a bare-metal driver whose nodes

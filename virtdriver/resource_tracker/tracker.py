@@ -8,19 +8,28 @@ directory's OS file lock (:mod:`virtdriver.filelock`) and the tree's lock:
    (O(1)) and take a savepoint for the node (its baseline; a failed node
    is rolled back in O(its writes)); open a driver transaction
    (:meth:`ComputeDriver.begin_update`);
-2. let the driver update the node's providers — it applies its own trait
-   report (owned traits follow it, unknown ones stay, others untouched);
+2. create the node's root if the tree lacks it, as Nova's resource
+   tracker does (:mod:`.node_root`: stable uuid), then let the driver
+   update the node's providers — it applies its own trait report (owned
+   traits follow it, unknown ones stay, others untouched); on
+   ``ReshapeNeeded`` call it again with the allocations of the node's
+   consumers (:mod:`.reshape_step`), keeping what it moved for the sync;
 3. settle each provider *of the node* with :func:`~.reconcile.settle`
    against ``driver.ownership_for(node)`` — the ledger is trusted only
-   inside that node's ownership; a provider someone else put under the
-   node's root (not derived from its parent and name, not created by this
-   driver) is foreign as a whole and left as it was;
+   inside that node's ownership — or, for a driver that declares none,
+   with :func:`~.reconcile.settle_self_set` (the traits it provably set
+   itself); a provider someone else put under the node's root (not
+   derived from its parent and name, not created by this driver) is
+   foreign as a whole and left as it was; then the tracker's own traits
+   on the root (``COMPUTE_NODE``, ``COMPUTE_STATUS_DISABLED`` for a
+   disabled node, :mod:`.node_status`);
 4. save the ledger atomically, then commit the driver's transaction.
 
 If anything fails the tree is put back exactly (generations included,
 :meth:`ProviderTree.restore`), the driver's memory is rolled back, the
 ledger file is not written, and the error propagates: a retry does what
-the failed attempt would have done.
+the failed attempt would have done.  A node whose driver raised
+``HypervisorUnavailable`` is such a failure: left exactly as it was.
 
 In :meth:`ResourceTracker.update_all` a node whose inputs are all as the
 tracker left them is skipped (:mod:`.fast_path`).
