@@ -39,7 +39,6 @@ tracker left them is skipped (:mod:`.fast_path`).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import pathlib
 import re
@@ -54,20 +53,20 @@ from virtdriver.filelock import DEFAULT_TIMEOUT, exclusive_lock
 from virtdriver.provider_config import AppliedRecord
 from virtdriver.resource_tracker.claims_file import ClaimsFile
 from virtdriver.resource_tracker.ledger import Ledger, LedgerFile
-from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.provider_config_step import (
     ProviderConfigStep)
 from virtdriver.resource_tracker import fast_path
 from virtdriver.resource_tracker.fast_path import Marks, NodeMark
 from virtdriver.resource_tracker.gone import remove_gone
+from virtdriver.resource_tracker.settle_step import settle_provider
 from virtdriver.resource_tracker.tracker_claims import TrackerClaims
 from virtdriver.resource_tracker.node_root import (
-    TRACKER_TRAITS, prepare_root, root_traits, stable_roots)
+    TRACKER_TRAITS, prepare_root, stable_roots)
 from virtdriver.resource_tracker.node_status import (
     NodeStatus, NodeStatusFile)
 from virtdriver.resource_tracker.provider_tree import ProviderTree, Savepoint
 from virtdriver.resource_tracker.reconcile import (
-    NO_DRIFT, Drift, Settlement, settle, settle_self_set)
+    NO_DRIFT, Drift)
 from virtdriver.resource_tracker.reshape_step import (
     AllocationSource, Pending, ReshapeMoves, moves as reshape_moves,
     run_driver)
@@ -412,9 +411,11 @@ class ResourceTracker(TrackerClaims):
             mine = (uuid == root_uuid or not existed or uuid in self._managed
                     or is_derived_child(uuid, record.name,
                                         record.parent_uuid))
-            done, tracker_part = self._settle(
-                uuid, record, start if existed else None, mine, owned,
-                ledger, answered, disabled, uuid == root_uuid)
+            done, tracker_part = settle_provider(
+                uuid, record, start if existed else None, mine=mine,
+                owned=owned, ledger=ledger, answered=answered,
+                disabled=disabled, is_root=uuid == root_uuid,
+                released=self._pending.released)
             final = record.traits
             if done.traits != final:
                 self.tree.update_traits(uuid, done.traits)
@@ -450,49 +451,6 @@ class ResourceTracker(TrackerClaims):
             LOG.warning("node %s: drift on owned traits: %s", nodename, line)
         quiet = quiet and config_quiet and result.drift.empty
         return result, ours, root_uuid if quiet else None
-
-    def _settle(self, uuid: str, record: ProviderData,
-                start: TreeReader | None, mine: bool,
-                owned: Ownership | None, ledger: Ledger,
-                answered: frozenset[str] | None, disabled: bool,
-                is_root: bool) -> tuple[Settlement, frozenset[str]]:
-        """One provider after the driver: the driver's part settled by its
-        declared ownership (:func:`settle`) or, declaring none, by what
-        it provably set (:func:`settle_self_set`); then, on the root, the
-        tracker's own traits (:mod:`.node_root`).  Returns the settlement
-        and the tracker's traits to record."""
-        if not mine:   # someone else's provider: left as it was
-            return settle(start.record(uuid).traits if start else (),
-                          record.traits, ownership=_NOTHING, ledger=None,
-                          answered=answered), _EMPTY
-        proven = ledger.proven(uuid)
-        if owned is None:
-            entry = proven - _TRACKER_TRAITS if proven is not None else None
-            # A provider new to this tree (a new process) starts from what
-            # the driver provably set: what it sets no more is released.
-            baseline = (start.record(uuid).traits if start is not None
-                        else entry or ())
-            done = settle_self_set(baseline, record.traits, ledger=entry)
-            if done.stale:
-                self._pending.released.setdefault(uuid, set()).update(
-                    done.stale)
-        else:
-            entry = ledger.get(uuid) if start is not None else None
-            if is_root and entry:   # the tracker's, unless the driver's
-                entry = entry - {t for t in _TRACKER_TRAITS
-                                 if not owned.owns(t)}
-            done = settle(start.record(uuid).traits if start else (),
-                          record.traits, ownership=owned, ledger=entry,
-                          answered=answered)
-        if not is_root:
-            return done, _EMPTY
-        traits, tracker_part, gone = root_traits(
-            done.traits, disabled=disabled, proven=proven)
-        if gone:
-            self._pending.released.setdefault(uuid, set()).update(gone)
-        if traits != done.traits:
-            done = dataclasses.replace(done, traits=traits)
-        return done, tracker_part
 
     def _providers_of(self, start: TreeReader, nodename: str) -> list[str]:
         """The node's provider uuids, in the tree as the update found it
