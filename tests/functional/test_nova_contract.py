@@ -313,3 +313,29 @@ def test_explain_says_why_a_node_is_disabled(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     assert cli.main(["explain", os_traits.HW_NUMA_ROOT, *fake]) == 0
     assert "disabled" not in capsys.readouterr().out
+
+
+def test_a_release_a_sync_did_not_send_is_sent_by_the_next(
+        drivers, capsys, monkeypatch):
+    """The driver stops setting a trait, and that run's sync sends
+    nothing (--dry-run; a Placement down is the same): the ledger keeps
+    the trait as the driver's, so the next sync still removes it."""
+    assert sync(capsys)[0] == 0
+    uuid = root_uuid("compute-node", NODE)
+    assert cli.main(["disable", NODE, "--driver", "novastyle"]) == 0
+    capsys.readouterr()
+    assert sync(capsys)[0] == 0
+    assert cli.main(["enable", NODE, "--driver", "novastyle"]) == 0
+    capsys.readouterr()
+    monkeypatch.setenv("NOVASTYLE_VENDOR", "8086")
+    assert sync(capsys, "novastyle", "--dry-run")[0] == 0
+    traits = placement_traits(drivers, uuid)
+    assert {VENDOR_PREFIX + "10DE", os_traits.COMPUTE_STATUS_DISABLED} <= \
+        traits
+    assert sync(capsys)[0] == 0
+    traits = placement_traits(drivers, uuid)
+    assert VENDOR_PREFIX + "10DE" not in traits
+    assert os_traits.COMPUTE_STATUS_DISABLED not in traits
+    assert VENDOR_PREFIX + "8086" in traits
+    ledger = json.loads((drivers / "ledger-novastyle.json").read_text())
+    assert VENDOR_PREFIX + "10DE" not in ledger["providers"][uuid]

@@ -6,7 +6,10 @@ The driver's part follows its declared ownership
 set itself (:func:`~.reconcile.settle_self_set`); the root then gets
 ``COMPUTE_NODE`` and, for a disabled node, ``COMPUTE_STATUS_DISABLED``
 (:mod:`.node_root`).  Traits the tracker takes off as its own are added
-to ``released`` (Placement must lose them too).
+to ``released`` (Placement must lose them too) and stay recorded in the
+ledger as the tracker's until a sync confirms them gone
+(:meth:`~.tracker.ResourceTracker.synced`): a failed sync, or a process
+that ends first, cannot make them someone else's.
 """
 
 from __future__ import annotations
@@ -29,12 +32,15 @@ def settle_provider(uuid: str, record: ProviderData,
                     start: TreeReader | None, *, mine: bool,
                     owned: Ownership | None, ledger: Ledger,
                     answered: frozenset[str] | None, disabled: bool,
-                    is_root: bool, released: dict[str, set[str]]
+                    is_root: bool, released: dict[str, set[str]],
+                    unconfirmed: frozenset[str] = _EMPTY
                     ) -> tuple[Settlement, frozenset[str]]:
     """Settle provider ``uuid`` (``record`` as the driver left it;
     ``start`` the tree before the update, ``None`` if it lacked the
-    provider).  Returns the settlement and the tracker's traits to record
-    in the ledger."""
+    provider); ``unconfirmed``: traits released by an earlier update no
+    sync has confirmed yet.  Returns the settlement and the traits to
+    record in the ledger beside it (the tracker's own, and released ones
+    not yet confirmed)."""
     if not mine:   # someone else's provider: left as it was
         return settle(start.record(uuid).traits if start else (),
                       record.traits, ownership=_NOTHING, ledger=None,
@@ -47,8 +53,13 @@ def settle_provider(uuid: str, record: ProviderData,
         baseline = (start.record(uuid).traits if start is not None
                     else entry or ())
         done = settle_self_set(baseline, record.traits, ledger=entry)
-        if done.stale:
-            released.setdefault(uuid, set()).update(done.stale)
+        waiting = (entry or _EMPTY) & unconfirmed - done.traits
+        if done.stale or waiting:
+            released.setdefault(uuid, set()).update(done.stale | waiting)
+            # Still the driver's until a sync confirmed them gone.
+            done = dataclasses.replace(
+                done, ledger=done.ledger | done.stale | waiting,
+                removed_by_others=done.removed_by_others - waiting)
     else:
         entry = ledger.get(uuid) if start is not None else None
         if is_root and entry:   # the tracker's, unless the driver's
@@ -61,8 +72,9 @@ def settle_provider(uuid: str, record: ProviderData,
         return done, _EMPTY
     traits, tracker_part, gone = root_traits(
         done.traits, disabled=disabled, proven=proven)
-    if gone:
+    if gone:   # recorded until a sync confirms it gone
         released.setdefault(uuid, set()).update(gone)
+        tracker_part = tracker_part | gone
     if traits != done.traits:
         done = dataclasses.replace(done, traits=traits)
     return done, tracker_part

@@ -181,14 +181,31 @@ class ResourceTracker(TrackerClaims):
         """Traits the tracker took off provider ``uuid`` as its own
         (traits a driver set itself and removed, a ``COMPUTE_STATUS_
         DISABLED`` it had set), until :meth:`synced`: Placement must lose
-        them too."""
+        them too.  The ledger keeps them as the tracker's until then, so a
+        sync that fails (or a process that ends first) loses nothing: the
+        next update releases them again."""
         return frozenset(self._left.released.get(uuid, ()))
 
     def synced(self, failed: set[str] | frozenset[str] = frozenset()) -> None:
         """A sync sent what the updates left, but for providers ``failed``
-        (their reshapes and releases stay for the next sync)."""
+        (their reshapes and releases stay for the next sync): the traits
+        it took off leave the ledger (saved under the state lock).
+
+        Raises:
+            LedgerError: the ledger could not be saved (the releases stay
+                and are sent again).
+        """
         self._left.moves = {root: m for root, m in self._left.moves.items()
                             if root in failed}
+        confirmed = {u: t for u, t in self._left.released.items()
+                     if u not in failed}
+        if confirmed:
+            with self._state_lock():
+                ledger = self._ledger_file.read()
+                self._ledger_file.save(ledger.updated({
+                    uuid: ledger[uuid] - traits
+                    for uuid, traits in confirmed.items()
+                    if uuid in ledger and ledger[uuid] & traits}))
         self._left.released = {u: t for u, t in self._left.released.items()
                                if u in failed}
 
@@ -415,7 +432,8 @@ class ResourceTracker(TrackerClaims):
                 uuid, record, start if existed else None, mine=mine,
                 owned=owned, ledger=ledger, answered=answered,
                 disabled=disabled, is_root=uuid == root_uuid,
-                released=self._pending.released)
+                released=self._pending.released,
+                unconfirmed=frozenset(self._left.released.get(uuid, ())))
             final = record.traits
             if done.traits != final:
                 self.tree.update_traits(uuid, done.traits)
