@@ -80,3 +80,40 @@ def test_a_claim_fits_on_its_node_resources(module, tmp_path):
     assert len(fit.cells) == 1
     with pytest.raises(DoesNotFit):
         tracker.instance_claim(instance(2, 8), HOST)
+
+
+def test_a_reshape_with_placement_embedded_reads_the_claims(
+        module, tmp_path):
+    """ClaimsAllocations: with Placement embedded, the allocations a
+    reshaping driver is given are its node's claims, on its providers."""
+    from virtdriver.drivers.base import ReshapeNeeded
+    from virtdriver.placement.allocations import ClaimsAllocations
+
+    given = []
+
+    class Reshaping(module.NumaDriver):
+        def update_provider_tree(self, tree, nodename, allocations=None):
+            if self.reshape and allocations is None:
+                raise ReshapeNeeded()
+            given.append(allocations)
+            super().update_provider_tree(tree, nodename, allocations)
+
+    driver = Reshaping()
+    driver.reshape = False
+    driver.init_host(HOST)
+    tracker = ResourceTracker(driver, state_dir=tmp_path / "state",
+                              driver_name="numa-example")
+    tracker.allocations = ClaimsAllocations(tracker)
+    tracker.update_all()
+    consumer = "00000000-0000-4000-8000-000000000007"
+    fit = tracker.instance_claim(instance_from_document({
+        "uuid": consumer, "flavor": {"vcpus": 2, "memory_mb": 1024,
+                                     "extra_specs": {"hw:numa_nodes": "1"}}},
+        "test"), HOST)
+    cell = tracker.tree.data(f"{HOST}_NUMA{fit.cells[0].host_cell}").uuid
+    driver.reshape = True
+    tracker.update_all()
+    assert given[-1] == {consumer: {
+        "allocations": {cell: {"resources": {"VCPU": 2, "MEMORY_MB": 1024}}},
+        "consumer_generation": None, "project_id": None, "user_id": None}}
+    assert tracker.reshapes == {}   # the driver moved nothing

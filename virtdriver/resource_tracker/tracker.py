@@ -456,9 +456,10 @@ class ResourceTracker(TrackerClaims):
         for record in before:
             if not self.tree.exists(record.uuid):
                 changes[record.uuid] = None
-        if trip is not None:
-            self._pending.moves[root_uuid] = reshape_moves(
-                nodename, root_uuid, *trip)
+        if trip is not None:   # checked even when nothing moved
+            moved = reshape_moves(nodename, root_uuid, *trip)
+            if moved.moved:
+                self._pending.moves[root_uuid] = moved
         after = [self.tree.record(uuid) for uuid in after_uuids]
         drifted = any(removed_by.values()) or any(added_by.values())
         result = UpdateResult(nodename, diff(Records(before),
