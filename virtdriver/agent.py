@@ -9,8 +9,9 @@ a one-shot ``virtdriver sync`` cannot always prove are its own.  Each cycle
 (:meth:`Agent.cycle`), under the state directory's lock and only then:
 
 1. ``tracker.update_all()``; a node that fails (libvirt gone: the driver's
-   session re-opens it with backoff first) is left unchanged — nothing of
-   it is removed — and reported as unknown;
+   session re-opens it with backoff first; a driver's
+   ``HypervisorUnavailable``) is left unchanged — nothing of it is
+   removed — and reported as unknown, the cycle pending (3);
 2. sync the tree to Placement;
 3. one log line: what the sync changed or ``no changes``, with the request
    count, and each node that failed.
