@@ -44,6 +44,20 @@ EXIT_INTERRUPTED = 130
 #: reports a process killed by SIGPIPE.
 EXIT_BROKEN_PIPE = 141
 
+#: Every exit status with its meaning in a few words, as ``virtdriver
+#: --help`` lists them (docs/exit-codes.md has the table; a test keeps
+#: the two equal).
+EXIT_STATUSES = (
+    (0, "ok"),
+    (EXIT_REFUSED, "refused or a finding"),
+    (EXIT_FAILURE, "usage or bad input"),
+    (EXIT_UNREACHABLE, "libvirt or Placement unreachable or a lock held "
+                       "too long"),
+    (EXIT_INTERNAL, "a bug (internal error)"),
+    (EXIT_INTERRUPTED, "interrupted"),
+    (EXIT_BROKEN_PIPE, "output closed early (e.g. `| head`)"),
+)
+
 
 class CommandError(Exception):
     """The command cannot do what was asked; the message says why and what

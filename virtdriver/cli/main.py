@@ -62,7 +62,7 @@ def run(args: argparse.Namespace, opener: Opener | None) -> int:
     from virtdriver.cli.logs import command_logging
 
     if args.command in ("drivers", "config", "completion", "image-traits",
-                        "placement-request"):
+                        "placement-request", "help"):
         with command_logging(args):  # no host, no config
             return run_without_conf(args)
     from virtdriver.cli.checks import check_options
@@ -81,11 +81,14 @@ def run(args: argparse.Namespace, opener: Opener | None) -> int:
 
 
 def run_without_conf(args: argparse.Namespace) -> int:
-    """``drivers``, ``config``, ``completion``, ``image-traits`` or
-    ``placement-request``."""
+    """``drivers``, ``config``, ``completion``, ``image-traits``,
+    ``placement-request`` or ``help``."""
     if args.command == "drivers":
         from virtdriver.cli.drivers import run_drivers
         return run_drivers(args.format)
+    if args.command == "help":
+        from virtdriver.cli.help import run_help
+        return run_help(args)
     if args.command == "image-traits":
         from virtdriver.cli.image import run_image_traits
         return run_image_traits(args)

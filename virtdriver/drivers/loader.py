@@ -310,7 +310,7 @@ def _fit(cls: type, offered: Mapping[str, Any]
         f"its constructor {cls.__qualname__}{signature} requires {names}, "
         f"which virtdriver does not pass (it offers this driver: {given}, "
         "by keyword); give each such parameter a default, reading the "
-        "setting from conf (docs/driver-authors.md)")
+        "setting from conf (`virtdriver help driver-authors`)")
 
 
 def _construct(name: str, cls: type[ComputeDriver],
