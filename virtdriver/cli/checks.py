@@ -15,6 +15,7 @@ import argparse
 import urllib.parse
 from collections.abc import Mapping
 
+from virtdriver.capabilities.traits.names import MAX_TRAIT_LENGTH
 from virtdriver.cli.errors import CommandError
 from virtdriver.conf.overrides import COMMAND_LINE_OPTIONS, flag
 from virtdriver.conf.reader import option_name
@@ -63,6 +64,19 @@ def check_options(args: argparse.Namespace) -> None:
             "--format json, or drop --output to print the JSON")
     if getattr(args, "placement_url", None) is not None:
         placement_url(args.placement_url)
+    if args.command == "explain":
+        _check_trait_lengths(args.traits)
+
+
+def _check_trait_lengths(traits: list[str]) -> None:
+    """Refuse a name no trait can have (longer than Placement allows) at
+    once, before the host is read and without echoing all of it."""
+    for name in traits:
+        if len(name) > MAX_TRAIT_LENGTH:
+            raise CommandError(
+                f"explain: {name[:40]!r}... is {len(name)} characters long, "
+                f"and no trait name is longer than {MAX_TRAIT_LENGTH} "
+                "(Placement's limit); check the name")
 
 
 def placement_url(url: str) -> str:
