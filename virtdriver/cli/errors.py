@@ -50,12 +50,12 @@ EXIT_BROKEN_PIPE = 141
 EXIT_STATUSES = (
     (0, "ok"),
     (EXIT_REFUSED, "refused or a finding"),
-    (EXIT_FAILURE, "usage or bad input"),
-    (EXIT_UNREACHABLE, "libvirt or Placement unreachable or a lock held "
-                       "too long"),
-    (EXIT_INTERNAL, "a bug (internal error)"),
+    (EXIT_FAILURE, "usage or input error"),
+    (EXIT_UNREACHABLE, "environment problem (libvirt or Placement "
+                       "unreachable, a lock held too long)"),
+    (EXIT_INTERNAL, "internal error (a bug)"),
     (EXIT_INTERRUPTED, "interrupted"),
-    (EXIT_BROKEN_PIPE, "output closed early (e.g. `| head`)"),
+    (EXIT_BROKEN_PIPE, "output closed (e.g. `| head`)"),
 )
 
 
