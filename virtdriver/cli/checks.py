@@ -19,7 +19,6 @@ from virtdriver.capabilities.traits.names import MAX_TRAIT_LENGTH
 from virtdriver.cli.errors import CommandError
 from virtdriver.conf.overrides import COMMAND_LINE_OPTIONS, flag
 from virtdriver.conf.reader import option_name
-from virtdriver.placement.endpoint import EXAMPLE, endpoint_problem
 from virtdriver.redact import has_userinfo, redact_userinfo
 
 #: ``report`` options only some drivers read: dest -> those drivers.
@@ -82,6 +81,9 @@ def _check_trait_lengths(traits: list[str]) -> None:
 def placement_url(url: str) -> str:
     """``url`` without a trailing ``/`` if it is an http(s) URL with a
     host and nothing after the path; else :class:`CommandError`."""
+    # Imported here: a command with no Placement imports nothing of it.
+    from virtdriver.placement.endpoint import EXAMPLE, endpoint_problem
+
     example = f"give Placement's endpoint, e.g. {EXAMPLE}"
     if "@" in url:
         shown = (redact_userinfo(url) if has_userinfo(url)
