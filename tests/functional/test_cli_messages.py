@@ -210,3 +210,60 @@ def test_redacting_a_long_command_line_is_linear_and_unchanged():
                     "A" * 200_000):
         assert redact_userinfo(hostile) == hostile.replace(
             "a://" * 50_000 + "@", "a://***@")
+
+
+# -- a '$' oslo.config cannot substitute -------------------------------------
+
+SUBSTITUTE = ("a '$' in its value substitutes $nosuch, and there is no "
+              "option 'nosuch'; write $$ for a literal '$' (see `virtdriver "
+              "help configuration`)")
+
+
+@pytest.mark.parametrize("text, option", [
+    ("[compute]\nreserved_host_memory_mb = $nosuch\n",
+     "[compute] reserved_host_memory_mb"),
+    ("[virtdriver]\nstate_dir = /srv/$nosuch\n", "[virtdriver] state_dir"),
+    # oslo.log's option, read while oslo.config parses the files.
+    ("[DEFAULT]\nlog_dir = /var/log/$nosuch\n", "[DEFAULT] log_dir"),
+    # An auth plugin's option, read only when the plugin loads.
+    ("[placement]\nauth_type = password\nauth_url = http://127.0.0.1:9/v3\n"
+     "username = u\npassword = pa$nosuch\n",
+     "[placement] (auth_type = password)"),
+])
+def test_a_dollar_naming_no_option_is_bad_input(tmp_path, capsys, text,
+                                                option):
+    conf = tmp_path / "virtdriver.conf"
+    conf.write_text(text)
+    status, err, _ = run(capsys, "sync", *FAKE, "--config-file", str(conf))
+    assert (status, err) == (2, [
+        f"virtdriver: bad configuration (read from {conf}): {option}: "
+        f"{SUBSTITUTE}"])
+
+
+def test_a_dollar_oslo_config_can_substitute_still_works(tmp_path):
+    from virtdriver.conf import make_conf
+    conf = tmp_path / "virtdriver.conf"
+    conf.write_text("[DEFAULT]\nhost = cmp7\n[virtdriver]\n"
+                    f"state_dir = {tmp_path}/$$literal/$host\n")
+    read = make_conf(config_files=[conf])
+    assert read.virtdriver.state_dir == f"{tmp_path}/$literal/cmp7"
+
+
+def test_a_dollar_on_the_command_line_is_literal(capsys):
+    status, err, _ = run(capsys, "report", *FAKE, "--cpu-shared-set", "$x")
+    assert (status, err) == (2, [
+        "virtdriver: fake driver options: bad configuration: [compute] "
+        "cpu_shared_set = '$x': invalid CPU set '$x': '$x' is not a CPU id "
+        "or range; expected comma-separated ids or ranges such as "
+        "'0-3,^2,8-11'"])
+    status, err, _ = run(capsys, "report", *FAKE, "--virt-type", "$x")
+    assert status == 2 and "but found '$x';" in err[0]
+
+
+def test_a_dollar_in_a_log_option_is_bad_input_not_a_bug(tmp_path, capsys):
+    status, err, _ = run(capsys, "report", *FAKE, "--log-file",
+                         f"{tmp_path}/$nosuch")
+    assert (status, err) == (2, [
+        "virtdriver: bad configuration: a '$' in a value substitutes "
+        "$nosuch, and there is no option 'nosuch'; write $$ for a literal "
+        "'$' (see `virtdriver help configuration`)"])

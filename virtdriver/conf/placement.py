@@ -36,6 +36,8 @@ from oslo_config import cfg
 
 from virtdriver.conf.reader import (
     DOCS, ConfigError, option_name, sources, value_reason)
+from virtdriver.conf.substitution import (
+    SUBSTITUTION_ERRORS, substitution_reason)
 from virtdriver.placement.endpoint import EXAMPLE, endpoint_problem
 
 if TYPE_CHECKING:
@@ -237,6 +239,10 @@ def placement_adapter(conf: cfg.ConfigOpts) -> ks_adapter.Adapter:
         raise ConfigError([
             f"[{GROUP}] auth_type = {group.auth_type or '(auth_section)'} "
             f"needs {names}; set {them} (see {DOCS})"]) from None
+    except SUBSTITUTION_ERRORS as exc:  # an auth plugin's option: pa$word
+        raise ConfigError([f"[{GROUP}] (auth_type = {group.auth_type}): "
+                           f"{substitution_reason(exc)}"],
+                          sources(conf)) from None
     except (TypeError, ValueError) as exc:
         raise ConfigError([f"[{GROUP}]: {exc}; correct it (see {DOCS})"]) \
             from None
