@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import functools
 import pathlib
 import re
 
@@ -24,7 +25,8 @@ NOT_YET = {("virtdriver/provider_config/schema.py",
 HELP = re.compile(r"virtdriver help ([a-z0-9-]+)")
 
 
-def message_strings() -> list[tuple[str, int, str]]:
+@functools.cache
+def message_strings() -> tuple[tuple[str, int, str], ...]:
     """Every string literal in virtdriver/ that is no docstring (f-string
     parts included): the text of messages, help and hints."""
     found = []
@@ -43,7 +45,7 @@ def message_strings() -> list[tuple[str, int, str]]:
                     and id(node) not in docstrings):
                 found.append((str(path.relative_to(ROOT)), node.lineno,
                               node.value))
-    return found
+    return tuple(found)
 
 
 def test_no_message_names_a_file_of_the_checkout():
