@@ -88,7 +88,11 @@ CASES = [
     ("missing input file", ["claim", "--instance", "{tmp}/none.json", *FAKE],
      2, "virtdriver: ..."),
     ("unknown driver", ["report", "--driver", "no-such-driver"], 2,
-     "virtdriver: ..."),
+     "virtdriver: no virt driver named 'no-such-driver' in entry-point "
+     "namespace 'virtdriver.drivers'; available: ..."),
+    ("typo'd driver", ["report", "--driver", "fkae"], 2,
+     "virtdriver: no virt driver named 'fkae' in entry-point namespace "
+     "'virtdriver.drivers'; did you mean 'fake'? available: ..."),
     ("unknown help topic", ["help", "exit-code"], 2,
      "virtdriver: help: no topic 'exit-code'; did you mean 'exit-codes'? "
      "`virtdriver help` lists the topics"),
