@@ -37,12 +37,13 @@ from virtdriver.conf.defaults import (
     VIRT_TYPES,
     state_dir_from,  # noqa: F401 (re-exported)
 )
-from virtdriver.conf.files import (
-    file_problems, known_options, unknown_options)
-from virtdriver.conf.reader import ConfigError, sources
+from virtdriver.conf.reader import sources
 from virtdriver.conf.substitution import (
     SUBSTITUTION_ERRORS, raw_culprits, substitution_problems,
     substitution_reason)
+from virtdriver.conf.files import (
+    file_problems, known_options, unknown_options)
+from virtdriver.conf.reader import ConfigError
 
 COMPUTE_OPTS = [
     cfg.StrOpt(
@@ -216,7 +217,8 @@ def make_conf(args: Sequence[str] | None = None,
             or not INI syntax, a config directory is not one, or a file
             sets an option virtdriver does not have in a section
             virtdriver owns (see :mod:`virtdriver.conf.files`); every such
-            problem is listed.
+            problem is listed.  A value whose ``$`` names no option
+            (:mod:`virtdriver.conf.substitution`).
     """
     conf = cfg.ConfigOpts()
     register_opts(conf)
