@@ -260,10 +260,20 @@ def test_a_dollar_on_the_command_line_is_literal(capsys):
     assert status == 2 and "but found '$x';" in err[0]
 
 
-def test_a_dollar_in_a_log_option_is_bad_input_not_a_bug(tmp_path, capsys):
+def test_a_dollar_in_a_log_option_on_the_command_line_is_literal(
+        tmp_path, capsys):
     status, err, _ = run(capsys, "report", *FAKE, "--log-file",
-                         f"{tmp_path}/$nosuch")
-    assert (status, err) == (2, [
-        "virtdriver: bad configuration: a '$' in a value substitutes "
-        "$nosuch, and there is no option 'nosuch'; write $$ for a literal "
-        "'$' (see `virtdriver help configuration`)"])
+                         f"{tmp_path}/$nosuch.log")
+    assert (status, err) == (0, [])
+    assert (tmp_path / "$nosuch.log").is_file()
+
+
+def test_a_dollar_in_a_configured_log_option_is_bad_input_not_a_bug(
+        tmp_path, capsys):
+    conf = tmp_path / "v.conf"
+    conf.write_text(f"[DEFAULT]\nlog_file = {tmp_path}/$nosuch\n")
+    conf.chmod(0o600)
+    status, err, _ = run(capsys, "report", *FAKE, "--config-file",
+                         str(conf))
+    assert status == 2 and len(err) == 1, err
+    assert "substitutes $nosuch, and there is no option 'nosuch'" in err[0]

@@ -56,10 +56,10 @@ def apply_overrides(conf: cfg.ConfigOpts, values: Mapping[str, Any]) -> None:
         if value is None:
             continue
         if isinstance(value, (list, tuple)):
-            value = [_literal("=".join(item) if isinstance(item, tuple)
+            value = [literal("=".join(item) if isinstance(item, tuple)
                               else item) for item in value]
         else:
-            value = _literal(value)
+            value = literal(value)
         try:
             conf.set_override(name, value, group=group)
         except ValueError as exc:
@@ -71,7 +71,7 @@ def apply_overrides(conf: cfg.ConfigOpts, values: Mapping[str, Any]) -> None:
         raise ConfigError(problems)
 
 
-def _literal(value: Any) -> Any:
+def literal(value: Any) -> Any:
     """``value`` as oslo.config reads it back unchanged: a command-line
     value is no template, so its ``$`` is doubled (oslo.config would
     substitute an option named after it, and fail on a name that is
