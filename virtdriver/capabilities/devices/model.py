@@ -209,8 +209,10 @@ class HostDevices:
     ``source`` names where they were read (a URI, a snapshot directory).
     ``vanished`` names devices listed but gone before their XML could be
     read (hot-unplugged during the reading; see
-    ``docs/devices-reading.md``).  Build it with :meth:`build`, which
-    indexes the lookups.
+    ``docs/devices-reading.md``).  ``ignored`` holds ``(name, reason)``
+    for devices read but left out: a PCI function whose address is out of
+    PCI's ranges (libvirt accepts ``<bus>4294967295</bus>``).  Build it
+    with :meth:`build`, which indexes the lookups.
     """
 
     pci: tuple[PCIDevice, ...] = ()
@@ -218,6 +220,7 @@ class HostDevices:
     mdevs: tuple[Mdev, ...] = ()
     source: str = ""
     vanished: tuple[str, ...] = ()
+    ignored: tuple[tuple[str, str], ...] = ()
     _by_address: dict = field(default=None, compare=False, hash=False,
                               repr=False)
 
@@ -226,11 +229,11 @@ class HostDevices:
 
     @classmethod
     def build(cls, pci=(), other_mdev_parents=(), mdevs=(), *,
-              source: str = "", vanished=()) -> HostDevices:
+              source: str = "", vanished=(), ignored=()) -> HostDevices:
         """The reading of these devices, PCI functions sorted by address."""
         ordered = tuple(sorted(pci, key=_ADDRESS_KEY))
         return cls(ordered, tuple(other_mdev_parents), tuple(mdevs), source,
-                   tuple(vanished),
+                   tuple(vanished), tuple(ignored),
                    {device.address: device for device in ordered})
 
     def by_address(self, address: PCIAddress | str) -> PCIDevice | None:
