@@ -126,7 +126,9 @@ class PCIDevice:
     when the document has no ``<class>``.  ``physical_function`` is set on
     an SR-IOV VF, ``virtual_functions``/``max_virtual_functions`` on a PF
     (libvirt lists only the VFs currently enabled).  ``source`` names the
-    document the device was read from (for evidence in ``explain``).
+    document the device was read from (for evidence in ``explain``);
+    it is not compared: the same device read from a daemon or replayed
+    from a snapshot is equal.
     """
 
     name: str
@@ -145,7 +147,7 @@ class PCIDevice:
     product_name: str | None = None
     driver: str | None = None
     parent: str | None = None
-    source: str = ""
+    source: str = field(default="", compare=False)
 
     @property
     def is_pf(self) -> bool:
@@ -184,7 +186,7 @@ class MdevParent:
     mdev_types: tuple[MdevType, ...] = ()
     address: str | None = None
     parent: str | None = None
-    source: str = ""
+    source: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +220,7 @@ class HostDevices:
     pci: tuple[PCIDevice, ...] = ()
     other_mdev_parents: tuple[MdevParent, ...] = ()
     mdevs: tuple[Mdev, ...] = ()
-    source: str = ""
+    source: str = field(default="", compare=False)
     vanished: tuple[str, ...] = ()
     ignored: tuple[tuple[str, str], ...] = ()
     _by_address: dict = field(default=None, compare=False, hash=False,

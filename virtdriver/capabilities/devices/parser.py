@@ -113,14 +113,28 @@ def parse_node_devices(documents: Iterable[tuple[str, str | bytes]], *,
             :func:`parse_node_device`), or two documents describe the same
             PCI address or the same device name.
     """
+    return collect_node_devices(
+        ((doc_source, parse_node_device(xml, doc_source,
+                                        max_bytes=max_bytes))
+         for doc_source, xml in documents),
+        source=source, vanished=vanished)
+
+
+def collect_node_devices(devices: Iterable[tuple[str, NodeDevice]], *,
+                         source: str = "", vanished: Iterable[str] = ()
+                         ) -> HostDevices:
+    """One reading of parsed devices, each with the source it came from.
+
+    Raises:
+        CapabilityXMLError: two devices have the same name or PCI address.
+    """
     pci: list[PCIDevice] = []
     others: list[MdevParent] = []
     mdevs: list[Mdev] = []
     ignored: list[tuple[str, str]] = []
     names: dict[str, str] = {}
     addresses: dict[PCIAddress, str] = {}
-    for doc_source, xml in documents:
-        device = parse_node_device(xml, doc_source, max_bytes=max_bytes)
+    for doc_source, device in devices:
         if device is None:
             continue
         name = device.name
