@@ -96,6 +96,9 @@ def record_host(conn: Any, uri: str,
         hostname=_answer(conn.getHostname) or "",
         node_devices=MappingProxyType(
             documents if reading.devices.known else {}),
+        node_devices_error=(None if reading.devices.known else RecordedError(
+            libvirt.VIR_ERR_OPERATION_FAILED, libvirt.VIR_FROM_NODEDEV,
+            reading.devices.reason)),
         compute_host=host, disk_gb=host_disk_gb())
 
 
