@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 from virtdriver.capabilities.xmlsafe import parse_document
 from virtdriver.fakelibvirt import constants as c
+from virtdriver.fakelibvirt.api_table import Unsupported
+from virtdriver.fakelibvirt.hostdev import NodeDeviceHostdev
 
 if TYPE_CHECKING:
     from virtdriver.fakelibvirt.connection import virConnect
@@ -42,8 +44,11 @@ _NESTED_LISTED = {"fc_host": "fc_host", "vport_ops": "vports",
                   "mdev_types": "mdev_types", "vpd": "vpd"}
 
 
-class virNodeDevice:  # noqa: N801 - libvirt's name
-    """One node device, answering from its XML."""
+class virNodeDevice(NodeDeviceHostdev, Unsupported):  # noqa: N801
+    """One node device, answering from its XML (assignment calls:
+    :class:`.hostdev.NodeDeviceHostdev`)."""
+
+    LIBVIRT_CLASS = "virNodeDevice"
 
     def __init__(self, conn: virConnect, name: str, xml: str) -> None:
         self._conn = conn
