@@ -260,12 +260,17 @@ class DomainAPI:
         if not 0 <= eventID <= _LAST_EVENT_ID:
             raise invalid_arg(f"eventID in {function} must be less than "
                               f"{_LAST_EVENT_ID + 1}", VIR_FROM_DOMAIN)
+        key = dom.UUIDString() if dom is not None else None
         guests = guests_of(self.host)
         with guests.lock:
+            if any(c[0] is self and c[2] == eventID and c[3] == key
+                   for c in guests.callbacks):
+                # libvirt-python registers one C callback per event id.
+                raise invalid_arg("event callback already tracked",
+                                  VIR_FROM_NONE)
             callback_id = _next_callback_id()
-            guests.callbacks.append((
-                self, callback_id, eventID,
-                dom.UUIDString() if dom is not None else None, cb, opaque))
+            guests.callbacks.append((self, callback_id, eventID, key, cb,
+                                     opaque))
         return callback_id
 
     def domainEventDeregisterAny(self, callbackID: int) -> None:  # noqa: N802, N803

@@ -125,13 +125,19 @@ class Guests:
                           config=definition)
             self.by_uuid[definition.uuid] = guest
             return guest, False
+        updated = guest.config is not None  # a transient one: "added"
         guest.config = definition
-        return guest, True
+        return guest, updated
 
     def create_transient(self, definition: DomainDef) -> Guest:
-        if self._same_or_free(definition) is not None:
-            guest = self.by_uuid[definition.uuid]
-            raise _exists(guest.name, guest.uuid)
+        """Start ``definition``: a new transient domain, or the inactive
+        domain of the same name and uuid, which then runs it."""
+        existing = self._same_or_free(definition)
+        if existing is not None:
+            if existing.active:
+                raise invalid(f"domain '{existing.name}' is already active")
+            self.start(existing, definition)
+            return existing
         guest = Guest(definition.uuid, definition.name, config=None)
         guest.live = definition  # for start(): it reads guest.current
         self.by_uuid[definition.uuid] = guest

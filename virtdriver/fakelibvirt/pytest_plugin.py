@@ -55,7 +55,7 @@ def fakelibvirt(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
     """``libvirt`` is fakelibvirt for this test; yields the module."""
     packages = swapped_packages(
         request.config.getini("fakelibvirt_packages"))
-    with use_fakelibvirt(packages) as module:
+    with use_fakelibvirt(packages, warn_real=True) as module:
         if importlib.util.find_spec(BUILDERS) is not None:
             importlib.import_module(BUILDERS)
         try:
