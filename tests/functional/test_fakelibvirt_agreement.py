@@ -280,7 +280,7 @@ def agree(real: Side, fake: Side, steps) -> list[str]:
             continue
         if marks and DIFFERENCES.get((op, state, got_real[:3])) == got_fake:
             # A listed difference: its events are not compared either.
-            for side, mark in zip((real, fake), marks):
+            for side, mark in zip((real, fake), marks, strict=True):
                 side.settle()
                 del side.events[mark:]
             continue

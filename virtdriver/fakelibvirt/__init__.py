@@ -4,7 +4,10 @@ in tests without a hypervisor.
 It answers the calls :mod:`virtdriver.drivers.libvirt` makes from a
 :class:`HostDocuments` (capabilities, domain capabilities, CPU map,
 versions, node devices), with libvirt's constants and libvirt's errors,
-and lets a test inject faults, drop connections and take CPUs offline::
+runs domains on it (:mod:`.domain_api`, :mod:`.domain`, :mod:`.guests`,
+events through :mod:`.event_loop`), raises ``VIR_ERR_NO_SUPPORT`` for every
+other call libvirt-python has (:mod:`.api_table`), and lets a test inject
+faults, drop connections and take CPUs offline::
 
     from virtdriver import fakelibvirt
     host = fakelibvirt.register_host("h1", documents)

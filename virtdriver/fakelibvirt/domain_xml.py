@@ -130,7 +130,22 @@ class DomainDef:
         if domain_id is not None and domain_id >= 0:
             root.set("id", str(domain_id))
         etree.indent(root, space="  ")
-        return etree.tostring(root, encoding="unicode") + "\n"
+        return single_quoted(etree.tostring(root, encoding="unicode")) + "\n"
+
+
+_TAG = re.compile(r"<[^<>]+>")
+_ATTRIBUTE = re.compile(r'(\s[^\s=]+)="([^"]*)"')
+
+
+def single_quoted(xml: str) -> str:
+    """``xml`` with its attributes in single quotes, as libvirt writes
+    them (lxml writes double quotes; inside tags ``<`` and ``>`` are
+    always escaped, so a tag ends at the first ``>``)."""
+    def tag(match: re.Match) -> str:
+        return _ATTRIBUTE.sub(
+            lambda a: f"{a.group(1)}='{a.group(2).replace(chr(39), '&apos;')}'"
+            .replace("&quot;", '"'), match.group(0))
+    return _TAG.sub(tag, xml)
 
 
 def parse_domain(xml: str) -> DomainDef:
