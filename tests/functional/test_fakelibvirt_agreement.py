@@ -191,34 +191,39 @@ def _xml_fields(dom):
 
 # -- the two sides -------------------------------------------------------------
 
-_loop_lock = threading.Lock()
-_loop_started = False
-
-
-def _ensure_loops() -> None:
+@pytest.fixture(scope="module")
+def loops():
     """Both default event loops registered and each run by a thread, as
-    libvirt-python programs run them."""
-    global _loop_started
-    with _loop_lock:
-        if _loop_started:
-            return
-        for module in (libvirt, fakelibvirt):
-            module.virEventRegisterDefaultImpl()
-            threading.Thread(target=_loop, args=(module,), daemon=True,
-                             name=f"{module.__name__}-loop").start()
-        _loop_started = True
+    libvirt-python programs run them; stopped after the module, so no
+    other test shares the fake's loop with them."""
+    stop = threading.Event()
+    threads = []
+    for module in (libvirt, fakelibvirt):
+        module.virEventRegisterDefaultImpl()
+        thread = threading.Thread(target=_loop, args=(module, stop),
+                                  daemon=True, name=f"{module.__name__}-loop")
+        thread.start()
+        threads.append(thread)
+    yield
+    stop.set()
+    fakelibvirt.event_loop.wake()
+    # libvirt's loop sleeps in poll() until something is due: a timer.
+    libvirt.virEventAddTimeout(0, lambda timer, _: libvirt.virEventRemoveTimeout(
+        timer), None)
+    for thread in threads:
+        thread.join(timeout=60)
+        assert not thread.is_alive(), f"{thread.name} did not stop"
 
 
-def _loop(module) -> None:
-    while True:
+def _loop(module, stop: threading.Event) -> None:
+    while not stop.is_set():
         module.virEventRunDefaultImpl()
 
 
 @pytest.fixture(scope="module")
-def recorded():
+def recorded(loops):
     """test:///default's host, recorded as virtdriver records any host,
     and the XML of its own domain ``test``."""
-    _ensure_loops()
     libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
     conn = libvirt.open("test:///default")
     documents = record_host(conn, "test:///default")
@@ -393,7 +398,7 @@ steps_strategy = st.lists(st.tuples(
     st.sampled_from(LIST_FLAGS)), min_size=1, max_size=10)
 
 
-@settings(max_examples=30, deadline=None, database=None,
+@settings(max_examples=60, deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=steps_strategy)
 def test_generated_sequences_agree(sides, steps):

@@ -120,7 +120,7 @@ def test_a_device_held_by_a_running_guest_is_busy_for_another(conn):
     device = conn.nodeDeviceLookupByName("pci_0000_81_00_1")
     assert error(device.detachFlags, None, 0) == busy
     assert error(device.reAttach) == busy
-    assert "<alias name=\"hostdev0\"/>" in one.XMLDesc(0)
+    assert "<alias name='hostdev0'/>" in one.XMLDesc(0)
     one.detachDeviceFlags(hostdev(), fake.VIR_DOMAIN_AFFECT_LIVE)
     assert error(one.detachDeviceFlags, hostdev(), 0)[0] == \
         fake.VIR_ERR_DEVICE_MISSING
@@ -267,3 +267,20 @@ def test_code_under_test_opening_a_real_connection_warns(fakelibvirt):
     assert any(issubclass(w.category, real_guard.RealLibvirtWarning)
                and "'mydriver' to the ini option fakelibvirt_packages"
                in str(w.message) for w in caught)
+
+
+def test_events_need_a_registered_loop_and_one_callback_per_id(
+        conn, monkeypatch):
+    monkeypatch.setattr(fake.event_loop, "_registered", False)
+    refused = error(conn.domainEventRegisterAny, None,
+                    fake.VIR_DOMAIN_EVENT_ID_LIFECYCLE, print, None)
+    assert refused == (fake.VIR_ERR_INTERNAL_ERROR, fake.VIR_FROM_NONE,
+                       "internal error: could not initialize domain event "
+                       "timer")
+    fake.virEventRegisterDefaultImpl()
+    first = conn.domainEventRegisterAny(None, 0, print, None)
+    assert error(conn.domainEventRegisterAny, None, 0, print, None)[2] == \
+        "invalid argument: event callback already tracked"
+    conn.domainEventDeregisterAny(first)
+    assert error(conn.domainEventDeregisterAny, first)[0] == \
+        fake.VIR_ERR_INVALID_ARG

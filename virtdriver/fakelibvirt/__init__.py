@@ -69,6 +69,12 @@ __all__ = [  # and every constant of .constants (a star import)
 ]
 
 
+def __dir__() -> list[str]:
+    """The package's names and every libvirt-python name it answers."""
+    from virtdriver.fakelibvirt.api_table import CONSTANTS, MODULE_FUNCTIONS
+    return sorted({*globals(), *CONSTANTS, *MODULE_FUNCTIONS})
+
+
 def __getattr__(name: str):
     """Any other ``VIR_*`` constant of libvirt-python; any other module
     call of libvirt-python raises ``VIR_ERR_NO_SUPPORT`` when called."""

@@ -301,9 +301,11 @@ class Guests:
         from virtdriver.fakelibvirt import event_loop
         from virtdriver.fakelibvirt.domain import virDomain
 
+        # A closed connection's callbacks go with it, as in libvirt.
+        self.callbacks[:] = [c for c in self.callbacks if not c[0].closed]
         for conn, _cid, wanted, dom_uuid, callback, opaque in list(
                 self.callbacks):
-            if wanted != event_id or conn.closed:
+            if wanted != event_id:
                 continue
             if dom_uuid is not None and dom_uuid != guest_uuid:
                 continue
