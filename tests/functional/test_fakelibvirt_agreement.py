@@ -111,8 +111,12 @@ class Side:
                     state, "shutoff") + ("" if persistent else "-transient")
 
     def run(self, op: str, name: str, arg: int = 0):
+        return self.run_call(lambda: OPS[op](self, name, arg))
+
+    def run_call(self, call):
+        """``call()``'s answer, normalised as :meth:`run`'s."""
         try:
-            return ("ok", self.normalise(OPS[op](self, name, arg)))
+            return ("ok", self.normalise(call()))
         except self.module.libvirtError as exc:
             domain = exc.get_error_domain()
             return ("err", exc.get_error_code(),
@@ -245,17 +249,7 @@ def sides(recorded):
     def make():
         while opened:   # one lifecycle callback per connection at a time
             opened.pop().close()
-        for dom in conn.listAllDomains():
-            if dom.name() == "test":
-                continue
-            for step in (dom.destroy, dom.undefine):
-                try:
-                    step()
-                except libvirt.libvirtError:
-                    pass   # not running, transient, or gone already
-        test = conn.defineXML(test_xml)
-        if not test.isActive():
-            test.create()
+        reset_real(conn, test_xml)
         name = f"agreement-{next(_hosts)}"
         fakelibvirt.register_host(name, documents)
         fake_conn = fakelibvirt.open(f"fake:///{name}")
@@ -269,6 +263,22 @@ def sides(recorded):
     yield make
     for side in opened:
         side.close()
+    reset_real(conn, test_xml)   # test:///default as other tests expect it
+
+
+def reset_real(conn, test_xml: str) -> None:
+    """test:///default with its own running ``test`` domain only."""
+    for dom in conn.listAllDomains():
+        if dom.name() == "test":
+            continue
+        for step in (dom.destroy, dom.undefine):
+            try:
+                step()
+            except libvirt.libvirtError:
+                pass   # not running, transient, or gone already
+    test = conn.defineXML(test_xml)
+    if not test.isActive():
+        test.create()
 
 
 def agree(real: Side, fake: Side, steps) -> list[str]:
@@ -362,6 +372,28 @@ def test_lookup_errors_agree(sides):
             answers.append((raised.value.get_error_code(),
                             DRIVER_DOMAINS.get(domain, domain)))
         assert answers[0] == answers[1]
+
+
+def test_uuid_clashes_and_stale_handles_agree(sides):
+    """A uuid another name has, a running domain created again, and a
+    handle kept after its domain is gone."""
+    answers = []
+    for side in sides():
+        answers.append([side.run_call(call) for call in _clash_calls(
+            side.conn, side.conn.defineXML(xml("a")))])
+    assert answers[0] == answers[1]
+
+
+def _clash_calls(conn, handle):
+    clash = xml("a").replace(">a<", ">other<")
+    return [lambda: conn.defineXML(clash),
+            lambda: conn.createXML(clash, 0),
+            handle.create,
+            lambda: conn.createXML(xml("a"), 0),
+            lambda: conn.defineXML(xml("a")),
+            handle.undefine, handle.destroy, handle.destroy,
+            handle.info, handle.undefine, handle.isActive,
+            lambda: conn.lookupByUUIDString(UUIDS["a"].upper())]
 
 
 def test_test_driver_refuses_what_fakelibvirt_does(sides):
