@@ -284,3 +284,14 @@ def test_events_need_a_registered_loop_and_one_callback_per_id(
     conn.domainEventDeregisterAny(first)
     assert error(conn.domainEventDeregisterAny, first)[0] == \
         fake.VIR_ERR_INVALID_ARG
+
+
+def test_domain_calls_take_faults_and_count_like_connection_calls(conn):
+    dom = conn.defineXML(guest("faulty"))
+    conn.fail("create", error_code=fake.VIR_ERR_OPERATION_FAILED)
+    assert error(dom.create)[0] == fake.VIR_ERR_OPERATION_FAILED
+    assert dom.isActive() == 0                  # the fault came first
+    assert dom.create() == 0
+    assert conn.calls("create") == 2 and conn.calls("createWithFlags") == 0
+    conn.drop()
+    assert error(dom.info)[0] == fake.VIR_ERR_SYSTEM_ERROR

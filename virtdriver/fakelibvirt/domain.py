@@ -126,11 +126,15 @@ class virDomain(Unsupported):  # noqa: N801 - libvirt's name
 
     # -- life cycle ---------------------------------------------------------
 
-    def create(self) -> int:
-        return self.createWithFlags(0)
+    @_call("virDomainCreate")
+    def create(self, guest: Guest) -> int:
+        return self._start(guest, 0)
 
     @_call("virDomainCreateWithFlags")
     def createWithFlags(self, guest: Guest, flags: int = 0) -> int:  # noqa: N802
+        return self._start(guest, flags)
+
+    def _start(self, guest: Guest, flags: int) -> int:
         if guest.active:
             raise invalid("domain is already running", DRIVER_DOMAIN)
         self._guests.start(guest)
@@ -140,21 +144,29 @@ class virDomain(Unsupported):  # noqa: N801 - libvirt's name
             self._pause(guest)
         return 0
 
-    def destroy(self) -> int:
-        return self.destroyFlags(0)
+    @_call("virDomainDestroy")
+    def destroy(self, guest: Guest) -> int:
+        return self._destroy(guest)
 
     @_call("virDomainDestroyFlags")
     def destroyFlags(self, guest: Guest, flags: int = 0) -> int:  # noqa: N802
+        return self._destroy(guest)
+
+    def _destroy(self, guest: Guest) -> int:
         self._stop(guest, d.VIR_DOMAIN_SHUTOFF_DESTROYED,
                    d.VIR_DOMAIN_EVENT_STOPPED_DESTROYED)
         return 0
 
-    def shutdown(self) -> int:
-        return self.shutdownFlags(0)
+    @_call("virDomainShutdown")
+    def shutdown(self, guest: Guest) -> int:
+        """Stops at once (the guest "agrees" immediately)."""
+        return self._shutdown(guest)
 
     @_call("virDomainShutdownFlags")
     def shutdownFlags(self, guest: Guest, flags: int = 0) -> int:  # noqa: N802
-        """Stops at once (the guest "agrees" immediately)."""
+        return self._shutdown(guest)
+
+    def _shutdown(self, guest: Guest) -> int:
         self._stop(guest, d.VIR_DOMAIN_SHUTOFF_SHUTDOWN,
                    d.VIR_DOMAIN_EVENT_STOPPED_SHUTDOWN)
         return 0
@@ -189,13 +201,17 @@ class virDomain(Unsupported):  # noqa: N801 - libvirt's name
                                    d.VIR_DOMAIN_EVENT_RESUMED_UNPAUSED)
         return 0
 
-    def undefine(self) -> int:
-        return self.undefineFlags(0)
+    @_call("virDomainUndefine")
+    def undefine(self, guest: Guest) -> int:
+        """Forget the persistent definition; a running domain goes on as
+        a transient one."""
+        return self._undefine(guest)
 
     @_call("virDomainUndefineFlags")
     def undefineFlags(self, guest: Guest, flags: int = 0) -> int:  # noqa: N802
-        """Forget the persistent definition; a running domain goes on as
-        a transient one."""
+        return self._undefine(guest)
+
+    def _undefine(self, guest: Guest) -> int:
         if not guest.persistent:
             raise invalid("cannot undefine transient domain", DRIVER_DOMAIN)
         self._guests.lifecycle(guest, d.VIR_DOMAIN_EVENT_UNDEFINED,
@@ -208,12 +224,16 @@ class virDomain(Unsupported):  # noqa: N801 - libvirt's name
 
     # -- resources ----------------------------------------------------------
 
-    def setMemory(self, memory: int) -> int:  # noqa: N802
-        return self.setMemoryFlags(memory, d.VIR_DOMAIN_AFFECT_LIVE)
+    @_call("virDomainSetMemory")
+    def setMemory(self, guest: Guest, memory: int) -> int:  # noqa: N802
+        return self._set_memory(guest, memory, d.VIR_DOMAIN_AFFECT_LIVE)
 
     @_call("virDomainSetMemoryFlags")
     def setMemoryFlags(self, guest: Guest, memory: int,  # noqa: N802
                        flags: int = 0) -> int:
+        return self._set_memory(guest, memory, flags)
+
+    def _set_memory(self, guest: Guest, memory: int, flags: int) -> int:
         """The balloon target, KiB: the running domain (live) and/or its
         definition (config); counts against the host at once."""
         targets = _targets(guest, flags)
@@ -272,23 +292,31 @@ class virDomain(Unsupported):  # noqa: N801 - libvirt's name
 
     # -- devices --------------------------------------------------------------
 
-    def attachDevice(self, xml: str) -> int:  # noqa: N802
-        return self.attachDeviceFlags(xml, d.VIR_DOMAIN_AFFECT_LIVE)
+    @_call("virDomainAttachDevice")
+    def attachDevice(self, guest: Guest, xml: str) -> int:  # noqa: N802
+        return self._attach(guest, xml, d.VIR_DOMAIN_AFFECT_LIVE)
 
     @_call("virDomainAttachDeviceFlags")
     def attachDeviceFlags(self, guest: Guest, xml: str,  # noqa: N802
                           flags: int = 0) -> int:
         """Attach a ``<hostdev>`` (PCI or mdev); see :mod:`.hostdev`."""
+        return self._attach(guest, xml, flags)
+
+    def _attach(self, guest: Guest, xml: str, flags: int) -> int:
         attach_device(self._guests, guest, xml, _targets(guest, flags),
                       live=bool(_live(guest, flags)))
         return 0
 
-    def detachDevice(self, xml: str) -> int:  # noqa: N802
-        return self.detachDeviceFlags(xml, d.VIR_DOMAIN_AFFECT_LIVE)
+    @_call("virDomainDetachDevice")
+    def detachDevice(self, guest: Guest, xml: str) -> int:  # noqa: N802
+        return self._detach(guest, xml, d.VIR_DOMAIN_AFFECT_LIVE)
 
     @_call("virDomainDetachDeviceFlags")
     def detachDeviceFlags(self, guest: Guest, xml: str,  # noqa: N802
                           flags: int = 0) -> int:
+        return self._detach(guest, xml, flags)
+
+    def _detach(self, guest: Guest, xml: str, flags: int) -> int:
         detach_device(self._guests, guest, xml, _targets(guest, flags),
                       live=bool(_live(guest, flags)))
         return 0

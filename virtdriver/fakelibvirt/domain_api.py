@@ -71,11 +71,14 @@ class DomainAPI:
     # -- defining and starting ----------------------------------------------
 
     def defineXML(self, xml: str) -> virDomain:  # noqa: N802
-        return self.defineXMLFlags(xml, 0)
+        """Define (or redefine: same name and uuid) a persistent domain."""
+        return self._define("defineXML", "virDomainDefineXML", xml)
 
     def defineXMLFlags(self, xml: str, flags: int = 0) -> virDomain:  # noqa: N802
-        """Define (or redefine: same name and uuid) a persistent domain."""
-        guests = self._checked("defineXML", "virDomainDefineXMLFlags")
+        return self._define("defineXMLFlags", "virDomainDefineXMLFlags", xml)
+
+    def _define(self, method: str, function: str, xml: str) -> virDomain:
+        guests = self._checked(method, function)
         definition = parse_domain(xml)
         with guests.lock:
             guest, updated = guests.define(definition)
