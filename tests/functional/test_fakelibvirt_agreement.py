@@ -52,7 +52,8 @@ DIFFERENCES = {
         ("err", 55, libvirt.VIR_FROM_DOMAIN),      # suspend of a stopped
     ("resume", "shutoff", ("err", 1, "driver")):
         ("err", 55, libvirt.VIR_FROM_DOMAIN),      # resume of a stopped
-    ("resume", "running", ("err", 1, "driver")): ("ok", 0),  # resume running
+    ("resume", "running", ("err", 1, "driver")):
+        ("err", 55, "driver"),                     # resume of a running
     ("suspend", "paused", ("err", 1, "driver")): ("ok", 0),  # suspend paused
     ("start", "running", ("err", 1, "driver")):
         ("err", 55, "driver"),                     # start of a running
@@ -60,7 +61,8 @@ DIFFERENCES = {
         ("err", 55, "driver"),                     # undefine of a transient
     ("undefine", "paused-transient", ("ok", 0)):
         ("err", 55, "driver"),
-    ("resume", "running-transient", ("err", 1, "driver")): ("ok", 0),
+    ("resume", "running-transient", ("err", 1, "driver")):
+        ("err", 55, "driver"),
     ("suspend", "paused-transient", ("err", 1, "driver")): ("ok", 0),
     ("start", "running-transient", ("err", 1, "driver")):
         ("err", 55, "driver"),

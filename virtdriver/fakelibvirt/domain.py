@@ -194,11 +194,12 @@ class virDomain(Unsupported):  # noqa: N801 - libvirt's name
     def resume(self, guest: Guest) -> int:
         if not guest.active:
             raise invalid("domain is not running")
-        if guest.state == d.VIR_DOMAIN_PAUSED:
-            guest.state, guest.reason = (d.VIR_DOMAIN_RUNNING,
-                                         d.VIR_DOMAIN_RUNNING_UNPAUSED)
-            self._guests.lifecycle(guest, d.VIR_DOMAIN_EVENT_RESUMED,
-                                   d.VIR_DOMAIN_EVENT_RESUMED_UNPAUSED)
+        if guest.state == d.VIR_DOMAIN_RUNNING:
+            raise invalid("domain is already running", DRIVER_DOMAIN)
+        guest.state, guest.reason = (d.VIR_DOMAIN_RUNNING,
+                                     d.VIR_DOMAIN_RUNNING_UNPAUSED)
+        self._guests.lifecycle(guest, d.VIR_DOMAIN_EVENT_RESUMED,
+                               d.VIR_DOMAIN_EVENT_RESUMED_UNPAUSED)
         return 0
 
     @_call("virDomainUndefine")
