@@ -334,7 +334,7 @@ def test_host_documents_keys_and_answers():
     assert docs.capabilities == host.to_xml()
     assert docs.cpu_map == (4, (True, True, True, False), 3)
     assert docs.info == host.info()
-    assert sorted(docs.node_devices) == ["pci_0000_06_00_0",
+    assert sorted(docs.node_devices) == ["computer", "pci_0000_06_00_0",
                                          "pci_0000_81_00_0"]
     assert (docs.version, docs.lib_version) == (8002000, 9000000)
 

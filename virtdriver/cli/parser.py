@@ -380,11 +380,13 @@ def _add_placement(commands) -> None:
         help="the embedded Placement: serve it on loopback",
         description="`placement serve` serves the state directory's "
                     "embedded Placement (placement.sqlite, what `sync` "
-                    "writes with no Placement named) on 127.0.0.1, noauth2,"
-                    " so `openstack resource provider list` (osc-placement)"
-                    " inspects and cleans it; it prints the commands.  "
-                    "Syncs wait while it runs; SIGINT or SIGTERM stops it "
-                    "(exit 0).  See docs/placement.md.",
+                    "writes with no Placement named) on 127.0.0.1 to this "
+                    "user only (every request needs the token of the run, "
+                    "kept 0600 in the state directory), so `openstack "
+                    "resource provider list` (osc-placement) inspects and "
+                    "cleans it; it prints the commands.  sync and claim run "
+                    "beside it; SIGINT or SIGTERM stops it (exit 0).  See "
+                    "docs/placement.md.",
         action_help="serve the embedded Placement on 127.0.0.1")
     serve_cmd.add_argument("--port", type=int, default=0, metavar="PORT",
                            help="port on 127.0.0.1 (default: any free one; "
@@ -406,9 +408,11 @@ def _add_placement_request(commands) -> None:
                     "per guest NUMA node, group_policy=isolate, traits on "
                     "the cells or the root, DISK_GB unnumbered, and what "
                     "the tree cannot express (docs/claims.md).  With "
-                    "--placement-url, Placement's candidates.  Exit 0, 2 "
+                    "--placement-url, Placement's candidates; with "
+                    "--driver (and its options, as report takes them), "
+                    "also each class no provider of the node can ever "
+                    "hold (why it can offer no candidate).  Exit 0, 2 "
                     "unusable input, 3 Placement unreachable.")
-    _add_debug(cmd)
     cmd.add_argument("--flavor", required=True, metavar="FLAVOR.json",
                      help="{\"vcpus\", \"memory_mb\", \"extra_specs\", "
                           "\"root_gb\", \"ephemeral_gb\", \"swap\"}")
@@ -420,7 +424,13 @@ def _add_placement_request(commands) -> None:
                           "and print its candidates")
     cmd.add_argument("--limit", type=int, metavar="N",
                      help="ask for at most N candidates")
-    _add_text_or_json(cmd)
+    cmd.add_argument("--node", metavar="NAME",
+                     help="with --driver: the node whose providers are "
+                          "checked (default: the driver's only node)")
+    _add_driver_selection(cmd)
+    # No host is read unless a driver is named (--driver, or an option
+    # of one: then libvirt, as elsewhere).
+    cmd.set_defaults(driver=None)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -443,17 +453,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cpu_map(host_cmd)
     explain_cmd = commands.add_parser(
         "explain", help="explain why traits are or are not on this host",
-        description="For each TRAIT: asserted, unasserted, unknown, not "
-                    "ours, provider config or invalid, in one sentence, "
-                    "with the evidence.  With no TRAIT: a table of every "
-                    "trait the driver owns or a provider config file "
-                    "names, one line of evidence each.")
+        description="For each TRAIT, on each provider of the node that "
+                    "has it (the compute node, its NUMA cells): asserted, "
+                    "unasserted, unknown, not ours, provider config, not "
+                    "owned: dropped or invalid, in one sentence, with the "
+                    "evidence.  With no TRAIT: a table of every trait the "
+                    "driver owns or a provider config file names, one row "
+                    "per provider and trait, one line of evidence each.")
     explain_cmd.add_argument("traits", nargs="*", metavar="TRAIT")
+    explain_cmd.add_argument(
+        "--provider", metavar="NAME",
+        help="only this provider of the node (the compute node's name, or "
+             "a NUMA cell's, e.g. HOST_NUMA0)")
     explain_cmd.add_argument(
         "--status", action="append", metavar="STATUS[,STATUS]",
         help="only these statuses (repeatable): asserted, unasserted, "
-             "unknown, owned-not-derived, provider-config, invalid, "
-             "not-ours")
+             "unknown, owned-not-derived, provider-config, "
+             "not-owned-dropped, invalid, not-ours")
     explain_cmd.add_argument(
         "--family", action="append", metavar="FAMILY[,FAMILY]",
         help="only traits of these families (repeatable), e.g. "

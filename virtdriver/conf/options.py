@@ -40,6 +40,7 @@ from virtdriver.conf.defaults import (
 from virtdriver.conf.files import (
     file_problems, known_options, unknown_options)
 from virtdriver.conf.reader import ConfigError
+from virtdriver.conf.trust import untrusted_config
 
 COMPUTE_OPTS = [
     cfg.StrOpt(
@@ -209,7 +210,9 @@ def make_conf(args: Sequence[str] | None = None,
     and :func:`virtdriver.conf.pinning_config` report bad ones.
 
     Raises:
-        ConfigError: a file is missing, a directory, unreadable, not UTF-8
+        ConfigError: a file or directory another user could write
+            (:mod:`virtdriver.conf.trust`); a file is missing, a
+            directory, unreadable, not UTF-8
             or not INI syntax, a config directory is not one, or a file
             sets an option virtdriver does not have in a section
             virtdriver owns (see :mod:`virtdriver.conf.files`); every such
@@ -223,6 +226,10 @@ def make_conf(args: Sequence[str] | None = None,
                 "directory; check the --config-dir path"
                 for path in dirs if not os.path.isdir(path)]
     files_of_dirs = [] if problems else dir_files(dirs)
+    # Before reading a byte: configuration others could write is refused.
+    refused = untrusted_config(files, dirs, files_of_dirs)
+    if refused:
+        raise ConfigError(problems + refused)
     problems += [problem for path in files + files_of_dirs
                  for problem in file_problems(path)]
     if problems:

@@ -46,6 +46,7 @@ from virtdriver.fakelibvirt.module_api import (
     virGetLastErrorDomain, virGetLastErrorMessage, virInitialize,
     virResetLastError)
 from virtdriver.fakelibvirt.nodedev import virNodeDevice
+from virtdriver.fakelibvirt.nodedev_state import node_devices
 from virtdriver.fakelibvirt.swap import use_fakelibvirt
 
 #: Plan a fault for every connection (see :meth:`.FaultPlan.fail`).
@@ -63,7 +64,7 @@ __all__ = [  # and every constant of .constants (a star import)
     "virEventInvokeFreeCallback", "getVersion", "openAuth", "virDomain",
     "virGetLastError", "virGetLastErrorCode", "virGetLastErrorDomain",
     "virGetLastErrorMessage", "virInitialize", "virResetLastError",
-    "virNodeDevice",
+    "virNodeDevice", "node_devices",
     *(name for name in dir(_constants) if name.startswith("VIR_")),
     *(name for name in dir(_domain_constants) if name.startswith("VIR_")),
 ]

@@ -28,7 +28,6 @@ from virtdriver.fakelibvirt.constants import (
     VIR_CONNECT_CLOSE_REASON_EOF,
     VIR_ERR_OPERATION_DENIED,
     VIR_FROM_DOMAIN,
-    VIR_FROM_NODEDEV,
     VIR_FROM_NONE,
 )
 from virtdriver.fakelibvirt.documents import DomainCapsKey, HostDocuments
@@ -38,11 +37,10 @@ from virtdriver.fakelibvirt.errors import (
     invalid_conn,
     make_error,
     no_connect,
-    no_node_device,
     no_support,
 )
 from virtdriver.fakelibvirt.faults import Fault, FaultPlan, raise_for
-from virtdriver.fakelibvirt.nodedev import virNodeDevice, matches_flags
+from virtdriver.fakelibvirt.nodedev_api import NodeDeviceAPI
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -198,7 +196,7 @@ def _api(function: str, domain: int = VIR_FROM_DOMAIN) -> Callable[[F], F]:
     return decorate
 
 
-class virConnect(DomainAPI, Unsupported):  # noqa: N801 - libvirt's name
+class virConnect(DomainAPI, NodeDeviceAPI, Unsupported):  # noqa: N801
     """A connection to a :class:`FakeHost`, answering as libvirt would.
 
     Beyond libvirt's calls it has the test controls :meth:`fail`,
@@ -400,21 +398,6 @@ class virConnect(DomainAPI, Unsupported):  # noqa: N801 - libvirt's name
             len(caps.cells) or 1,
             *_topology(caps),
         ]
-
-    @_api("virConnectListAllNodeDevices", VIR_FROM_NODEDEV)
-    def listAllDevices(self, flags: int = 0) -> list[virNodeDevice]:  # noqa: N802
-        """The host's node devices; ``flags`` (``VIR_CONNECT_LIST_NODE_
-        DEVICES_CAP_*``) keep those with one of the capabilities named."""
-        devices = [virNodeDevice(self, name, xml) for name, xml
-                   in sorted(self.host.documents.node_devices.items())]
-        return [d for d in devices if matches_flags(d, flags)]
-
-    @_api("virNodeDeviceLookupByName", VIR_FROM_NODEDEV)
-    def nodeDeviceLookupByName(self, name: str) -> virNodeDevice:  # noqa: N802
-        xml = self.host.documents.node_devices.get(name)
-        if xml is None:
-            raise no_node_device(name)
-        return virNodeDevice(self, name, xml)
 
     @_api("virConnectBaselineCPU")
     def baselineCPU(self, xmlCPUs: Sequence[str],  # noqa: N802, N803

@@ -12,8 +12,9 @@ each):
   ``getFreeMemory`` and friends follow what runs (never below 0;
   overcommit is not refused, as the kernel does not refuse it);
 * a domain whose definition names a CPU or NUMA node the host does not
-  have, or a host device it does not have or another running domain
-  holds, does not start, with the error libvirt gives;
+  have, or a host device it does not have (its node devices now, see
+  :mod:`.nodedev_state`: an mdev must be active) or another running
+  domain holds, does not start, with the error libvirt gives;
 * host devices: a running domain holds its ``<hostdev>``\\ s; a managed
   one is detached from the host when the domain starts and re-attached
   when it stops.
@@ -27,6 +28,7 @@ import errno
 import itertools
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,6 +42,7 @@ from virtdriver.fakelibvirt.constants import (
     VIR_FROM_NONE, VIR_FROM_QEMU)
 from virtdriver.fakelibvirt.domain_xml import DomainDef, Hostdev
 from virtdriver.fakelibvirt.errors import libvirtError, make_error
+from virtdriver.fakelibvirt.nodedev_state import table_for
 
 if TYPE_CHECKING:
     from virtdriver.fakelibvirt.connection import FakeHost
@@ -220,7 +223,9 @@ class Guests:
 
     def find_node_device(self, hostdev: Hostdev) -> str:
         """The node device name of ``hostdev``, or libvirt's error."""
-        devices = self.host.documents.node_devices
+        table = table_for(self.host)
+        devices = [n for n in table.names()
+                   if (state := table.get(n)) is not None and state.active]
         if hostdev.kind == "pci":
             name = PCI_PREFIX + hostdev.key.replace(":", "_").replace(".", "_")
             if name in devices:
@@ -319,15 +324,16 @@ class Guests:
 
 
 _registry_lock = threading.Lock()
+_registry: weakref.WeakKeyDictionary[FakeHost, Guests] = \
+    weakref.WeakKeyDictionary()
 
 
 def guests_of(host: FakeHost) -> Guests:
     """The :class:`Guests` of ``host`` (made on first use)."""
     with _registry_lock:
-        guests = getattr(host, "_guests", None)
+        guests = _registry.get(host)
         if guests is None:
-            guests = Guests(host)
-            host._guests = guests  # the host's own state, kept with it
+            guests = _registry[host] = Guests(host)
         return guests
 
 

@@ -26,6 +26,7 @@ from virtdriver.fakelibvirt.domain_xml import (
 from virtdriver.fakelibvirt.errors import make_error
 from virtdriver.fakelibvirt.guests import (
     DRIVER_DOMAIN, Guest, Guests, guests_of, in_use, invalid, invalid_arg)
+from virtdriver.fakelibvirt.nodedev_state import table_for
 
 
 def attach_device(guests: Guests, guest: Guest, xml: str,
@@ -123,11 +124,18 @@ class NodeDeviceHostdev:
     the host (``detachFlags``, ``dettach``), give it back (``reAttach``),
     ``reset``.  Each refuses a device a running domain holds."""
 
-    def _pci_address(self, function: str) -> str:
+    def _pci_address(self, method: str, function: str) -> str:
+        """The device's PCI address, after the connection's guard (faults
+        under ``nodeDevice.<method>``, as the other device calls)."""
         conn = self.connect()
-        conn._guard(function, function, VIR_FROM_NODEDEV)
+        key = f"nodeDevice.{method}"
+        conn._guard(key, function, VIR_FROM_NODEDEV)
+        conn._guard(f"{key}:{self.name()}", function, VIR_FROM_NODEDEV)
         name = self.name()
-        if not name.startswith("pci_") or "pci" not in self.listCaps():
+        state = table_for(conn.host).require(name)
+        top = etree.fromstring(state.xml.encode()).findall("capability")
+        if not name.startswith("pci_") or "pci" not in [
+                e.get("type") for e in top]:
             raise invalid_arg(f"device {name} is not a PCI device",
                               VIR_FROM_NODEDEV)
         domain, bus, slot, function_ = name[4:].split("_")
@@ -141,7 +149,7 @@ class NodeDeviceHostdev:
     def detachFlags(self, driverName: str | None = None,  # noqa: N802, N803
                     flags: int = 0) -> int:
         """Detach from the host (for assignment); 0."""
-        address = self._pci_address("virNodeDeviceDetachFlags")
+        address = self._pci_address("detachFlags", "virNodeDeviceDetachFlags")
         guests = guests_of(self.connect().host)
         with guests.lock:
             self._refuse_if_held(guests, address)
@@ -150,11 +158,16 @@ class NodeDeviceHostdev:
 
     def dettach(self) -> int:
         """libvirt's old spelling of :meth:`detachFlags`."""
-        return self.detachFlags(None, 0)
+        address = self._pci_address("dettach", "virNodeDeviceDettach")
+        guests = guests_of(self.connect().host)
+        with guests.lock:
+            self._refuse_if_held(guests, address)
+            guests.detached.add(address)
+        return 0
 
     def reAttach(self) -> int:  # noqa: N802
         """Give the device back to the host; 0."""
-        address = self._pci_address("virNodeDeviceReAttach")
+        address = self._pci_address("reAttach", "virNodeDeviceReAttach")
         guests = guests_of(self.connect().host)
         with guests.lock:
             self._refuse_if_held(guests, address)
@@ -163,7 +176,7 @@ class NodeDeviceHostdev:
 
     def reset(self) -> int:
         """Reset the device; refused while a domain holds it; 0."""
-        address = self._pci_address("virNodeDeviceReset")
+        address = self._pci_address("reset", "virNodeDeviceReset")
         guests = guests_of(self.connect().host)
         with guests.lock:
             self._refuse_if_held(guests, address)

@@ -40,7 +40,7 @@ from virtdriver.drivers.base import (
     ComputeDriver, DriverError, NodeCapabilities, ProviderTreeLike)
 from virtdriver.drivers.host_resources import (
     HostResourceError, HostResources, host_resources)
-from virtdriver.drivers.host_tree import publish_host
+from virtdriver.drivers.host_tree import provider_reports, publish_host
 from virtdriver.drivers.libvirt.capabilities import LIBVIRT_CAPABILITIES
 from virtdriver.drivers.libvirt.connection import (
     LibvirtConnectionError, state_dir)
@@ -188,6 +188,16 @@ class LibvirtDriver(ComputeDriver):
                      disk_gb=(host_disk_gb() if self._disk_gb == READ_DISK
                               else self._disk_gb),
                      disk=self._disk, nested=self._nested)
+
+    def provider_traits(self, nodename: str) -> Mapping[str, TraitReport]:
+        """The report each provider follows, as the tree publishes them
+        (:func:`~..host_tree.provider_reports`)."""
+        self.require_node(nodename)
+        reading = self._reading()
+        resources, unknown = self._resources(reading)
+        return provider_reports(nodename, reading.host,
+                                self._report(reading, resources, unknown),
+                                nested=self._nested)
 
     def node_resources(self, nodename: str) -> HostResources:
         """The host's NUMA cells as the tree publishes them (from the
