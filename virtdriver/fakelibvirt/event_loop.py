@@ -16,6 +16,7 @@ The API for other parts of fakelibvirt (domain and node-device events):
 * :func:`dispatch(function, *args)` — run ``function(*args)`` on the loop
   thread, in the order dispatched.
 * :func:`wake` — end the current iteration early.
+* :func:`drain` — wait until what was dispatched so far has run (tests).
 
 Timers (``virEventAddTimeout`` and friends) run on the loop too.  File
 handles are not served: fakelibvirt has no file descriptors.
@@ -88,6 +89,17 @@ def dispatch(function: Callable[..., Any], *args: Any) -> None:
     with _cond:
         _queue.append((function, args))
         _cond.notify_all()
+
+
+def drain(timeout: float = 60.0) -> bool:
+    """Wait until every callback dispatched before this call has run on
+    the loop thread (callbacks run in order: a marker dispatched now runs
+    after them); ``False`` if that took longer than ``timeout`` seconds
+    (no loop thread running?).  For tests that assert what was
+    delivered."""
+    done = threading.Event()
+    dispatch(done.set)
+    return done.wait(timeout)
 
 
 def wake() -> None:
