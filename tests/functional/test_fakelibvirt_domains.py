@@ -158,40 +158,27 @@ def test_config_attach_changes_only_the_definition(conn):
 
 
 def test_events_arrive_on_the_loop_thread_as_libvirt_python_calls_them(
-        conn):
+        conn, fakelibvirt_event_loop):
     seen, removed = [], []
-    fake.virEventRegisterDefaultImpl()
-    stop = threading.Event()
-
-    def loop():
-        while not stop.is_set():
-            fake.virEventRunDefaultImpl()
-
-    thread = threading.Thread(target=loop, name="loop", daemon=True)
-    thread.start()
-    try:
-        conn.domainEventRegisterAny(
-            None, fake.VIR_DOMAIN_EVENT_ID_LIFECYCLE,
-            lambda c, d, e, detail, o: seen.append(
-                (c is conn, d.name(), e, detail, o,
-                 threading.current_thread().name)), "opaque")
-        conn.domainEventRegisterAny(
-            None, fake.VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED,
-            lambda c, d, alias, o: removed.append(alias), None)
-        dom = conn.createXML(guest("ev"), 0)
-        dom.attachDeviceFlags(hostdev(), 0)
-        dom.detachDeviceFlags(hostdev(), 0)
-        dom.destroy()
-        assert seen == [] or seen[0][-1] == "loop"   # not on this thread
-        assert fake.event_loop.drain(60), "the loop thread never ran"
-    finally:
-        stop.set()
-        fake.event_loop.wake()
+    conn.domainEventRegisterAny(
+        None, fake.VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+        lambda c, d, e, detail, o: seen.append(
+            (c is conn, d.name(), e, detail, o,
+             threading.current_thread().name)), "opaque")
+    conn.domainEventRegisterAny(
+        None, fake.VIR_DOMAIN_EVENT_ID_DEVICE_REMOVED,
+        lambda c, d, alias, o: removed.append(alias), None)
+    dom = conn.createXML(guest("ev"), 0)
+    dom.attachDeviceFlags(hostdev(), 0)
+    dom.detachDeviceFlags(hostdev(), 0)
+    dom.destroy()
+    assert fakelibvirt_event_loop(60), "the loop thread never ran"
+    loop = "fakelibvirt-event-loop"
     assert seen == [(True, "ev", fake.VIR_DOMAIN_EVENT_STARTED,
-                     fake.VIR_DOMAIN_EVENT_STARTED_BOOTED, "opaque", "loop"),
+                     fake.VIR_DOMAIN_EVENT_STARTED_BOOTED, "opaque", loop),
                     (True, "ev", fake.VIR_DOMAIN_EVENT_STOPPED,
                      fake.VIR_DOMAIN_EVENT_STOPPED_DESTROYED, "opaque",
-                     "loop")]
+                     loop)]
     assert removed == ["hostdev0"]
 
 
@@ -275,6 +262,10 @@ def test_events_need_a_registered_loop_and_one_callback_per_id(
     assert refused == (fake.VIR_ERR_INTERNAL_ERROR, fake.VIR_FROM_NONE,
                        "internal error: could not initialize domain event "
                        "timer")
+    # node device events too, in the same words (libvirt's are generic)
+    assert error(conn.nodeDeviceEventRegisterAny, None,
+                 fake.VIR_NODE_DEVICE_EVENT_ID_LIFECYCLE, print,
+                 None) == refused
     fake.virEventRegisterDefaultImpl()
     first = conn.domainEventRegisterAny(None, 0, print, None)
     assert error(conn.domainEventRegisterAny, None, 0, print, None)[2] == \

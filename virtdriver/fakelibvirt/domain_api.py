@@ -259,7 +259,7 @@ class DomainAPI:
         callback id."""
         function = "virConnectDomainEventRegisterAny"
         self._guard("domainEventRegisterAny", function, VIR_FROM_DOMAIN)
-        event_loop.require("domain")
+        event_loop.require()
         if not 0 <= eventID <= _LAST_EVENT_ID:
             raise invalid_arg(f"eventID in {function} must be less than "
                               f"{_LAST_EVENT_ID + 1}", VIR_FROM_DOMAIN)

@@ -13,6 +13,9 @@ The API for other parts of fakelibvirt (domain and node-device events):
 
 * :func:`require` — before accepting an event callback: raises libvirt's
   error when no default implementation is registered.
+* :func:`running` — register the loop and run it in a thread for a block
+  (what a libvirt-python program does at start; the pytest fixture
+  ``fakelibvirt_event_loop``).
 * :func:`dispatch(function, *args)` — run ``function(*args)`` on the loop
   thread, in the order dispatched.
 * :func:`wake` — end the current iteration early.
@@ -26,8 +29,10 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,15 +75,16 @@ def registered() -> bool:
         return _registered
 
 
-def require(what: str = "domain") -> None:
+def require() -> None:
     """Refuse an event registration when no loop is registered, in
-    libvirt's words (it cannot add the timer that delivers events).
+    libvirt's words (it cannot add the timer that delivers events; the
+    message names domain events for every kind, as libvirt's does).
 
     Raises:
         libvirtError: ``VIR_ERR_INTERNAL_ERROR`` / ``VIR_FROM_NONE``.
     """
     if not registered():
-        detail = f"could not initialize {what} event timer"
+        detail = "could not initialize domain event timer"
         raise make_error(VIR_ERR_INTERNAL_ERROR, VIR_FROM_NONE,
                          f"internal error: {detail}",
                          str1="internal error: %s", str2=detail)
@@ -139,12 +145,34 @@ def virEventRunDefaultImpl() -> int:  # noqa: N802 - libvirt's name
     return 0
 
 
+@contextmanager
+def running(name: str = "fakelibvirt-event-loop") -> Iterator[threading.Thread]:
+    """Register the default loop and run it in a thread named ``name``
+    until the block ends, as a libvirt-python program runs it; yields the
+    thread.  Only one such thread should run at a time: callbacks go to
+    whichever thread runs the next iteration."""
+    virEventRegisterDefaultImpl()
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.is_set():
+            virEventRunDefaultImpl()
+
+    thread = threading.Thread(target=loop, name=name, daemon=True)
+    thread.start()
+    try:
+        yield thread
+    finally:
+        stop.set()
+        wake()
+        thread.join(timeout=60)
+
+
 def _run(function: Callable[..., Any], *args: Any) -> None:
     # libvirt-python prints a callback's exception and goes on looping.
     try:
         function(*args)
     except Exception:  # noqa: BLE001 - a callback's error is its own
-        import traceback
         traceback.print_exc()
 
 
