@@ -247,6 +247,7 @@ def sides(recorded):
     running."""
     conn, documents, test_xml = recorded
     opened: list[Side] = []
+    hosts: list[str] = []
 
     def make():
         while opened:   # one lifecycle callback per connection at a time
@@ -254,6 +255,7 @@ def sides(recorded):
         reset_real(conn, test_xml)
         name = f"agreement-{next(_hosts)}"
         fakelibvirt.register_host(name, documents)
+        hosts.append(name)
         fake_conn = fakelibvirt.open(f"fake:///{name}")
         fake_conn.defineXML(test_xml).create()
         pair = (Side(libvirt, conn), Side(fakelibvirt, fake_conn))
@@ -265,6 +267,8 @@ def sides(recorded):
     yield make
     for side in opened:
         side.close()
+    for name in hosts:
+        fakelibvirt.unregister_host(name)
     reset_real(conn, test_xml)   # test:///default as other tests expect it
 
 
