@@ -17,7 +17,8 @@ import pytest
 
 from tests.corpus import CORPUS
 from virtdriver import fakelibvirt as fake_module
-from virtdriver.fakelibvirt import constants, events
+from virtdriver.fakelibvirt import constants
+from virtdriver.fakelibvirt import event_loop as events
 from virtdriver.fakelibvirt.documents import DomainCapsKey, HostDocuments
 
 BASIC = CORPUS / "hostcaps" / "vircaps-x86_64-basic.xml"   # 4 cells x 4 CPUs
