@@ -35,7 +35,7 @@ FIXTURE_UNITS = {"embed_uri": "embed", "reading": "embed",
 SECONDS = {
     "postgres": 23,
     "embed": 20,
-    "tests/functional/test_docs_commands.py": 20,
+    "tests/functional/test_docs_commands.py": 23,
     "tests/functional/placement/test_placement_cli.py": 15,
     "tests/functional/placement/test_placement_faults.py": 13,
     "tests/functional/placement/test_placement_agreement.py": 11,

@@ -335,7 +335,7 @@ def test_bad_value_in_config_file_exits_2_naming_the_option(
         f"virtdriver: bad configuration (read from {conf}): [libvirt] "
         "cpu_mode: Valid values are [host-model, host-passthrough, custom, "
         "none], but found 'host-modle'; correct it (see "
-        "docs/configuration.md)\n")
+        "`virtdriver help configuration`)\n")
     assert corpus_conn.domain_calls == []
 
 

@@ -19,6 +19,10 @@ from virtdriver.fakelibvirt import constants as c
 from virtdriver.fakelibvirt.builders import (
     MdevType, ap_matrix_device, css_device, host_documents, pci_device)
 
+#: Events come through fakelibvirt's event loop, run by a thread here as
+#: a libvirt-python program runs libvirt's.
+pytestmark = pytest.mark.usefixtures("fakelibvirt_event_loop")
+
 UUID = "3627463d-b7f0-4fea-b468-f1da537d301b"
 GPU = "pci_0000_00_02_0"
 NIC = "pci_0000_81_00_0"
@@ -56,6 +60,12 @@ def _err(call, *args):
     with pytest.raises(fakelibvirt.libvirtError) as caught:
         call(*args)
     return caught.value.err[:3]
+
+
+def _delivered(seen):
+    """``seen`` once every event so far has come through the loop."""
+    assert fakelibvirt.event_loop.drain(60), "the event loop never ran"
+    return seen
 
 
 def _recorder(conn, device=None):
@@ -217,12 +227,12 @@ def test_define_start_destroy_undefine():
 
     assert dev.undefine(0) == 0
     assert _err(dev.isActive)[0] == c.VIR_ERR_NO_NODE_DEVICE
-    assert [(e[1], e[2]) for e in seen] == [
+    assert [(e[1], e[2]) for e in _delivered(seen)] == [
         (dev.name(), c.VIR_NODE_DEVICE_EVENT_DEFINED),
         (dev.name(), c.VIR_NODE_DEVICE_EVENT_CREATED),
         (dev.name(), c.VIR_NODE_DEVICE_EVENT_DELETED),
         (dev.name(), c.VIR_NODE_DEVICE_EVENT_UNDEFINED)]
-    assert all(e[0] and e[3] == 0 and e[4] == "me" for e in seen)
+    assert all(e[0] and e[3] == 0 and e[4] == "me" for e in _delivered(seen))
 
 
 def test_undefine_an_active_one_leaves_it_running_transient():
@@ -305,10 +315,10 @@ def test_transient_create_and_destroy_events_and_device_filter():
     only_nic = _recorder(conn, conn.nodeDeviceLookupByName(NIC))
     dev = conn.nodeDeviceCreateXML(_request(), 0)
     dev.destroy()
-    assert [(e[1], e[2]) for e in every] == [
+    assert [(e[1], e[2]) for e in _delivered(every)] == [
         (dev.name(), c.VIR_NODE_DEVICE_EVENT_CREATED),
         (dev.name(), c.VIR_NODE_DEVICE_EVENT_DELETED)]
-    assert only_nic == []
+    assert _delivered(only_nic) == []
 
 
 def test_callback_ids_duplicates_and_deregister():
@@ -332,7 +342,7 @@ def test_callback_ids_duplicates_and_deregister():
         "invalid argument: event callback id 0 not registered")
     assert register() == 3                       # ids are not reused
     conn.nodeDeviceCreateXML(_request(), 0)
-    assert len(seen) == 1                        # the lifecycle one only
+    assert len(_delivered(seen)) == 1                        # the lifecycle one only
     assert _err(conn.nodeDeviceEventRegisterAny, None, 7,
                 lambda *a: None, None)[0] == c.VIR_ERR_INVALID_ARG
 
@@ -344,7 +354,7 @@ def test_a_closed_or_dropped_connection_gets_no_events(lose):
     other = fakelibvirt.virConnect(conn.host)
     getattr(conn, lose)()
     other.nodeDeviceCreateXML(_request(), 0)
-    assert seen == []
+    assert _delivered(seen) == []
 
 
 # -- a host that changes at runtime -----------------------------------------------
@@ -361,7 +371,7 @@ def test_hot_unplug_removes_the_device_and_its_children():
     assert _err(gpu.XMLDesc, 0) == (
         c.VIR_ERR_NO_NODE_DEVICE, c.VIR_FROM_NODEDEV,
         f"Node device not found: no node device with matching name '{GPU}'")
-    assert [(e[1], e[2]) for e in seen[1:]] == [
+    assert [(e[1], e[2]) for e in _delivered(seen)[1:]] == [
         (mdev.name(), c.VIR_NODE_DEVICE_EVENT_DELETED),
         (GPU, c.VIR_NODE_DEVICE_EVENT_DELETED)]
     with pytest.raises(KeyError, match=GPU):
@@ -375,7 +385,7 @@ def test_replace_changes_the_type_behind_the_same_name():
                          mdev_types=(MdevType("nvidia-222", "GRID T4-1B", 16),))
     fakelibvirt.node_devices(conn.host).replace(swapped)
     assert conn.nodeDeviceLookupByName(GPU).XMLDesc(0) == swapped.xml
-    assert [e[2] for e in seen] == [c.VIR_NODE_DEVICE_EVENT_DELETED,
+    assert [e[2] for e in _delivered(seen)] == [c.VIR_NODE_DEVICE_EVENT_DELETED,
                                     c.VIR_NODE_DEVICE_EVENT_CREATED]
     assert _err(conn.nodeDeviceCreateXML, _request(), 0)[2].endswith(
         "Parent 0000:00:02.0 does not support mdev type i915-GVTg_V5_4")
@@ -390,7 +400,7 @@ def test_replacing_a_parent_removes_its_mdevs_first():
     mdev = conn.nodeDeviceCreateXML(_request(), 0)
     seen = _recorder(conn)
     fakelibvirt.node_devices(conn.host).replace(_gpu(available=4))
-    assert [(e[1], e[2]) for e in seen] == [
+    assert [(e[1], e[2]) for e in _delivered(seen)] == [
         (mdev.name(), c.VIR_NODE_DEVICE_EVENT_DELETED),
         (GPU, c.VIR_NODE_DEVICE_EVENT_DELETED),
         (GPU, c.VIR_NODE_DEVICE_EVENT_CREATED)]
@@ -414,7 +424,7 @@ def test_unplugging_a_pf_takes_its_vfs():
     conn = _conn(pf, *vfs)
     seen = _recorder(conn)
     fakelibvirt.node_devices(conn.host).remove(pf.name)
-    assert sorted(e[1] for e in seen) == sorted(
+    assert sorted(e[1] for e in _delivered(seen)) == sorted(
         [pf.name, *(vf.name for vf in vfs)])
     assert seen[-1][1] == pf.name                 # the PF goes last
     assert conn.listDevices("pci", 0) == [GPU, NIC]
@@ -436,6 +446,6 @@ def test_plug_in_a_device():
     vf = pci_device("0000:81:10.0", 0x8086, 0x10ed)
     fakelibvirt.node_devices(conn.host).add(vf)
     assert conn.nodeDeviceLookupByName(vf.name).XMLDesc(0) == vf.xml
-    assert seen[0][1:3] == (vf.name, c.VIR_NODE_DEVICE_EVENT_CREATED)
+    assert _delivered(seen)[0][1:3] == (vf.name, c.VIR_NODE_DEVICE_EVENT_CREATED)
     with pytest.raises(ValueError, match="already exists"):
         fakelibvirt.node_devices(conn.host).add(vf)

@@ -286,7 +286,8 @@ def _listen(conn):
     return seen, arrived, callback_id
 
 
-def test_mdev_definition_names_documents_and_events_alike(replayed):
+def test_mdev_definition_names_documents_and_events_alike(
+        replayed, fakelibvirt_event_loop):
     real, served = replayed
     real_events, real_arrived, real_id = _listen(real)
     fake_events, _, fake_id = _listen(served)
@@ -311,6 +312,7 @@ def test_mdev_definition_names_documents_and_events_alike(replayed):
         _outcome(real.listAllDevices, inactive) == [mine.name()]
     assert _outcome(mine.destroy) == _outcome(theirs.destroy)
     assert real_arrived.wait(60), "no event from the daemon in 60 s"
+    assert fakelibvirt_event_loop(60), "fakelibvirt's loop never ran"
     assert fake_events == real_events == [
         (mine.name(), libvirt.VIR_NODE_DEVICE_EVENT_DEFINED, 0)]
     real.nodeDeviceEventDeregisterAny(real_id)
@@ -330,7 +332,7 @@ def test_mdev_definition_names_documents_and_events_alike(replayed):
         _outcome(real.nodeDeviceDefineXML, not_mdev, 0)
 
 
-def test_event_registration_alike(replayed):
+def test_event_registration_alike(replayed, fakelibvirt_event_loop):
     real, served = replayed
     computer = {conn: conn.nodeDeviceLookupByName("computer")
                 for conn in (real, served)}

@@ -43,6 +43,7 @@ from collections.abc import Iterator
 
 from virtdriver.cli.errors import CommandError
 from virtdriver.cli.log_file import UnsafeLogFile, checked_log_file, guard
+from virtdriver.conf.overrides import literal
 from virtdriver.conf.trust import untrusted
 
 LOG = logging.getLogger(__name__)
@@ -98,8 +99,8 @@ def command_logging(args: argparse.Namespace, conf=None) -> Iterator[None]:
 def _override(conf, args: argparse.Namespace) -> None:
     for dest in LOG_OPTIONS:
         value = getattr(args, dest, None)
-        if value:
-            conf.set_override(dest, value)
+        if value:   # a command-line value is literal: no $ substitution
+            conf.set_override(dest, literal(value))
     conf.set_override("debug", bool(getattr(args, "debug", False)))
     conf.set_override("use_stderr", False)  # stderr is ours (module doc)
     if conf.log_dir and not conf.log_file:

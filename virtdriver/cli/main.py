@@ -64,7 +64,7 @@ def run(args: argparse.Namespace, opener: Opener | None) -> int:
     if args.command == "placement-request":
         _host_of_request(args)
     if args.command in ("drivers", "config", "completion", "image-traits",
-                        "placement-request") and not getattr(
+                        "placement-request", "help") and not getattr(
                             args, "driver", None):
         with command_logging(args):  # no host, no config
             return run_without_conf(args)
@@ -97,11 +97,14 @@ def _host_of_request(args: argparse.Namespace) -> None:
 
 
 def run_without_conf(args: argparse.Namespace) -> int:
-    """``drivers``, ``config``, ``completion``, ``image-traits`` or
-    ``placement-request``."""
+    """``drivers``, ``config``, ``completion``, ``image-traits``,
+    ``placement-request`` or ``help``."""
     if args.command == "drivers":
         from virtdriver.cli.drivers import run_drivers
         return run_drivers(args.format)
+    if args.command == "help":
+        from virtdriver.cli.help import run_help
+        return run_help(args)
     if args.command == "image-traits":
         from virtdriver.cli.image import run_image_traits
         return run_image_traits(args)
@@ -171,7 +174,8 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
         from virtdriver.cli.snapshot import run_snapshot
         from virtdriver.conf.host import host_name
         return run_snapshot(args, config, opener=opener,
-                            host=host_name(conf))
+                            host=host_name(conf),
+                            nodedev_uri=conf.libvirt.nodedev_uri or None)
     from virtdriver.cli.host import run_command
     return run_command(args, config, opener=opener, conf=conf)
 

@@ -13,6 +13,8 @@ import argparse
 import sys
 
 from virtdriver.capabilities.traits.config import CPU_MODES
+from virtdriver.cli.errors import EXIT_STATUSES
+from virtdriver.cli.usage import Parser
 from virtdriver.conf.defaults import VIRT_TYPES
 from virtdriver.conf.guest import parse_machine_types
 from virtdriver.drivers.libvirt.cpu_map_loader import DEFAULT_CPU_MAP_DIR
@@ -31,6 +33,24 @@ SYSLOG_HELP = "log to syslog too ([DEFAULT] use_syslog)"
 
 def _csv(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+#: The highest TCP port.
+MAX_PORT = 65535
+
+
+def _port(text: str) -> int:
+    """A TCP port for ``placement serve --port``: 0 (any free one) to
+    65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = None
+    if port is None or not 0 <= port <= MAX_PORT:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a port; give 1 to {MAX_PORT}, or 0 for any "
+            "free one")
+    return port
 
 
 def _machine_types(text: str) -> tuple[tuple[str, str], ...]:
@@ -270,7 +290,7 @@ def _add_claims(commands) -> None:
                     "lacked), 2 unusable input, 3 Placement unreachable.")
     claim.add_argument("--instance", required=True, metavar="INSTANCE.json",
                        help="the instance: uuid, flavor, image, allocations "
-                            "(docs/claims.md)")
+                            "(`virtdriver help claims`)")
     claim.add_argument("--node", metavar="NAME",
                        help="the node to claim on (default: the driver's "
                             "only node)")
@@ -325,7 +345,7 @@ def _add_image(commands) -> None:
         "image-traits", help="the traits an image requires and forbids",
         description="The traits IMAGE.json's properties and disk format "
                     "imply (hw_disk_bus=scsi → COMPUTE_STORAGE_BUS_SCSI, "
-                    "…; docs/claims.md) and its trait: properties, each "
+                    "…; `virtdriver help claims`) and its trait: properties, each "
                     "with the property behind it, and the query Placement "
                     "accepts (required=A,B,!C).  Exit 0, 2 unusable "
                     "input (a value no trait expresses).")
@@ -386,9 +406,9 @@ def _add_placement(commands) -> None:
                     "resource provider list` (osc-placement) inspects and "
                     "cleans it; it prints the commands.  sync and claim run "
                     "beside it; SIGINT or SIGTERM stops it (exit 0).  See "
-                    "docs/placement.md.",
+                    "`virtdriver help placement`.",
         action_help="serve the embedded Placement on 127.0.0.1")
-    serve_cmd.add_argument("--port", type=int, default=0, metavar="PORT",
+    serve_cmd.add_argument("--port", type=_port, default=0, metavar="PORT",
                            help="port on 127.0.0.1 (default: any free one; "
                                 "the URL is printed)")
     serve_cmd.add_argument("--config-file", action="append", default=[],
@@ -407,7 +427,8 @@ def _add_placement_request(commands) -> None:
                     "and IMAGE.json on this tree's shape: a numbered group "
                     "per guest NUMA node, group_policy=isolate, traits on "
                     "the cells or the root, DISK_GB unnumbered, and what "
-                    "the tree cannot express (docs/claims.md).  With "
+                    "the tree cannot express (`virtdriver help claims`).  "
+                    "With "
                     "--placement-url, Placement's candidates; with "
                     "--driver (and its options, as report takes them), "
                     "also each class no provider of the node can ever "
@@ -454,13 +475,12 @@ def _add_node_status(commands) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``virtdriver`` command."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="virtdriver",
-        description="Virt-driver plugin framework tools.  Exit status: 0 "
-                    "ok, 1 refused, a finding or a bug, 2 usage or bad "
-                    "input, 3 libvirt or "
-                    "Placement unreachable or a lock held too long, 141 "
-                    "output closed early (e.g. `| head`); docs/exit-codes.md.")
+        description="Virt-driver plugin framework tools.  Exit status: "
+                    + ", ".join(f"{status} {meaning}"
+                                for status, meaning in EXIT_STATUSES)
+                    + "; `virtdriver help exit-codes`.")
     _add_globals(parser)
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="COMMAND")
@@ -512,7 +532,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "document the driver would read (the guest options "
                     "decide which), the online CPU map, versions and node "
                     "devices into a directory that --snapshot replays; "
-                    "format in docs/snapshots.md.")
+                    "format in `virtdriver help snapshots`.")
     snapshot_cmd.add_argument("-o", "--output", required=True, metavar="DIR",
                               help="directory to write: a new one (created),"
                                    " an empty one, or an earlier snapshot "
@@ -531,7 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "cycle.  SIGHUP reloads the config files at the next "
                     "cycle; SIGTERM/SIGINT stop cleanly (exit 0).  --once: "
                     "one cycle, exit 0 ok, 2 bad input, 3 Placement or "
-                    "libvirt unreachable.  See docs/agent.md.")
+                    "libvirt unreachable.  See `virtdriver help agent`.")
     agent_cmd.add_argument(
         "--placement-url", metavar="URL",
         help="as for sync (default: the [placement] section, else embedded)")
@@ -553,6 +573,14 @@ def build_parser() -> argparse.ArgumentParser:
                             help="write it to FILE (default: stdout)")
     _add_placement(commands)
     _add_node_status(commands)
+    help_cmd = commands.add_parser(
+        "help", help="print a document installed with virtdriver",
+        description="With no TOPIC, list the documents; with one, print "
+                    "it (the Markdown of the project's TOPIC.md).  "
+                    "Messages that send you to a document name its topic.")
+    _add_debug(help_cmd)
+    help_cmd.add_argument("topic", nargs="?", metavar="TOPIC",
+                          help="e.g. configuration, exit-codes, claims")
     completion_cmd = commands.add_parser(
         "completion", help="print a shell completion script",
         description="Print a completion script for SHELL, generated from "

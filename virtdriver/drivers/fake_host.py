@@ -321,7 +321,7 @@ def _capabilities(source: str, value: Mapping[Any, Any]) -> dict[str, bool]:
                 f"{source}: capabilities: {name!r} is not a driver "
                 "capability; " + (f"did you mean {close[0]!r}?" if close
                                   else "names are supports_*, as in "
-                                  "docs/traits.md"))
+                                  "`virtdriver help traits`"))
         if not isinstance(flag, bool):
             raise FakeHostError(f"{source}: capabilities.{name} must be true "
                                 f"or false, not {kind_of(flag)}; write it "

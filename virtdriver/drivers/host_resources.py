@@ -61,8 +61,12 @@ class HostResourceError(ValueError):
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = tuple(problems)
-        super().__init__("the configuration does not fit this host:"
-                         + "".join(f"\n  - {p}" for p in self.problems))
+        # One problem: one line; several: each on its own line below.
+        super().__init__(
+            f"the configuration does not fit this host: {problems[0]}"
+            if len(self.problems) == 1 else
+            "the configuration does not fit this host:"
+            + "".join(f"\n  - {p}" for p in self.problems))
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from virtdriver.capabilities import HostCapabilities, parse_host_capabilities
 from virtdriver.fakelibvirt import cpu
+from virtdriver.fakelibvirt.api_table import Unsupported
 from virtdriver.fakelibvirt.constants import (
     VIR_CONNECT_CLOSE_REASON_EOF,
     VIR_ERR_OPERATION_DENIED,
@@ -30,6 +31,7 @@ from virtdriver.fakelibvirt.constants import (
     VIR_FROM_NONE,
 )
 from virtdriver.fakelibvirt.documents import DomainCapsKey, HostDocuments
+from virtdriver.fakelibvirt.domain_api import DomainAPI
 from virtdriver.fakelibvirt.errors import (
     end_of_file,
     invalid_conn,
@@ -194,17 +196,27 @@ def _api(function: str, domain: int = VIR_FROM_DOMAIN) -> Callable[[F], F]:
     return decorate
 
 
-class virConnect(NodeDeviceAPI):  # noqa: N801 - libvirt's name
+class virConnect(DomainAPI, NodeDeviceAPI, Unsupported):  # noqa: N801
     """A connection to a :class:`FakeHost`, answering as libvirt would.
 
     Beyond libvirt's calls it has the test controls :meth:`fail`,
-    :meth:`drop`, :meth:`set_online_cpus` and :meth:`calls`.
+    :meth:`drop`, :meth:`set_online_cpus` and :meth:`calls`.  Domains:
+    :class:`.domain_api.DomainAPI`; a call libvirt-python has and the
+    fake lacks raises ``VIR_ERR_NO_SUPPORT`` (:mod:`.api_table`).
     """
+
+    LIBVIRT_CLASS = "virConnect"
 
     def __init__(self, host: FakeHost, *, read_only: bool = False) -> None:
         self.host = host
         self.read_only = read_only
         self.faults = FaultPlan()
+        refused = host.documents.node_devices_error
+        if refused is not None:  # a recorded host whose devices were unknown
+            self.faults.fail("listAllDevices", repeat=True,
+                             error_code=refused.code,
+                             error_domain=refused.domain,
+                             message=refused.message)
         self.closed = False
         self._lock = threading.Lock()
         self._dropped = False

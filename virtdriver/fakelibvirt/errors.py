@@ -74,6 +74,8 @@ class libvirtError(Exception):  # noqa: N801 - libvirt's own name
 
 
 _handler_lock = threading.Lock()
+#: The last error of each thread (``virGetLastError``).
+_last = threading.local()
 _handler: tuple[Callable[[Any, ErrorTuple], None], Any] | None = None
 
 
@@ -98,6 +100,7 @@ def make_error(code: int, domain: int, message: str, *,
     registered error handler (as libvirt does when it reports)."""
     err: ErrorTuple = (code, domain, message, VIR_ERR_ERROR, str1, str2,
                        None, int1, int2)
+    _last.err = err
     with _handler_lock:
         handler = _handler
     if handler is not None:

@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Any
 from lxml import etree
 
 from virtdriver.fakelibvirt import constants as c
+from virtdriver.fakelibvirt.api_table import Unsupported
 from virtdriver.fakelibvirt.constants import VIR_FROM_NODEDEV
 from virtdriver.fakelibvirt.nodedev_errors import check_flags
 from virtdriver.fakelibvirt.nodedev_state import table_for
+from virtdriver.fakelibvirt.hostdev import NodeDeviceHostdev
 
 if TYPE_CHECKING:
     from virtdriver.fakelibvirt.connection import virConnect
@@ -104,8 +106,11 @@ def _device_call(function: str, flags_allowed: int | None = None):
     return decorate
 
 
-class virNodeDevice:  # noqa: N801 - libvirt's name
-    """A handle on one node device of the connection's host."""
+class virNodeDevice(NodeDeviceHostdev, Unsupported):  # noqa: N801
+    """A handle on one node device of the connection's host (assigning
+    it to guests: :class:`.hostdev.NodeDeviceHostdev`)."""
+
+    LIBVIRT_CLASS = "virNodeDevice"
 
     def __init__(self, conn: virConnect, name: str) -> None:
         self._conn = conn

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from lxml import etree
 
 from virtdriver.fakelibvirt import constants as c
+from virtdriver.fakelibvirt import event_loop
 from virtdriver.fakelibvirt import nodedev_errors as errors
 from virtdriver.fakelibvirt import nodedev_mdev as mdev
 from virtdriver.fakelibvirt.errors import no_node_device
@@ -270,8 +271,11 @@ class NodeDeviceTable:
                 tracked" for a second callback of the same event and
                 device on one connection (libvirt-python passes libvirt
                 one dispatcher and the connection for every callback, so
-                libvirt sees the same one twice).
+                libvirt sees the same one twice); ``VIR_ERR_INTERNAL_ERROR``
+                without a registered event loop (:mod:`.event_loop`), which
+                delivers the events.
         """
+        event_loop.require()   # events come through the loop, as libvirt's
         with self._lock:
             if any(entry.conn is conn and entry.event_id == event_id
                    and entry.device == device for entry in self._listeners):
@@ -311,8 +315,9 @@ class NodeDeviceTable:
         listeners = [entry for entry in listeners
                      if entry.event_id == c.VIR_NODE_DEVICE_EVENT_ID_LIFECYCLE]
         for entry in listeners:
-            entry.callback(entry.conn, virNodeDevice(entry.conn, name),
-                           event, 0, entry.opaque)
+            event_loop.dispatch(entry.callback, entry.conn,
+                                virNodeDevice(entry.conn, name), event, 0,
+                                entry.opaque)
 
     # -- helpers (lock held) ---------------------------------------------
 

@@ -110,7 +110,7 @@ class _File:
             if key not in value:
                 self.errors.append(self.fail(
                     value.line, where, f"{key!r} is missing",
-                    f"add {key}: (see docs/provider-config.md)"))
+                    f"add {key}: (see `virtdriver help provider-config`)"))
         return value
 
     def sequence(self, value: Any, where: str, line: int, what: str

@@ -47,7 +47,8 @@ def test_two_guest_nodes_land_on_two_cells_each_whole(synced, client):
         assert {one, two} == set(by_cell)     # isolate: a cell each
         for uuid in by_cell:
             resources = candidate["allocations"][uuid]["resources"]
-            assert resources == {orc.PCPU: 4, orc.MEMORY_MB: 2048,
+            # 2 GiB of 2 MiB pages: the pages alone, no MEMORY_MB.
+            assert resources == {orc.PCPU: 4,
                                  "CUSTOM_MEM_PAGE_SIZE_2048": 1024}
 
 

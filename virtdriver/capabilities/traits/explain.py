@@ -37,7 +37,7 @@ INVENTORY_SOURCES = {
         "the filesystem holding the state directory, or the size a "
         "replayed snapshot recorded; reserved is [compute] "
         "reserved_host_disk_mb rounded up to GiB, the allocation ratio "
-        "[compute] disk_allocation_ratio (docs/configuration.md, \"Where "
+        "[compute] disk_allocation_ratio (`virtdriver help configuration`, \"Where "
         "DISK_GB comes from\")"),
 }
 
