@@ -35,7 +35,7 @@ FIXTURE_UNITS = {"embed_uri": "embed", "reading": "embed",
 SECONDS = {
     "postgres": 23,
     "embed": 20,
-    "tests/functional/test_docs_commands.py": 20,
+    "tests/functional/test_docs_commands.py": 23,
     "tests/functional/placement/test_placement_cli.py": 15,
     "tests/functional/placement/test_placement_faults.py": 13,
     "tests/functional/placement/test_placement_agreement.py": 11,
@@ -43,6 +43,7 @@ SECONDS = {
     "tests/functional/placement/test_placement_rebuild.py": 8,
     "tests/functional/placement/test_placement_conflicts.py": 6,
     "tests/functional/test_cli_progress.py": 6,
+    "tests/functional/placement/test_placement_serve_owner.py": 6,
     "tests/unit/test_claims_properties.py": 5,
     "tests/functional/placement/test_agent.py": 5,
     "tests/functional/placement/test_placement_reshape.py": 5,
@@ -55,6 +56,8 @@ SECONDS = {
     "tests/functional/placement/test_placement_serve.py": 3,
     "tests/functional/test_out_of_tree_driver.py": 3,
     "tests/functional/placement/test_rebuild_disk_format.py": 3,
+    "tests/functional/placement/test_marking_aggregate_cli.py": 6,
+    "tests/functional/test_nova_contract.py": 4,
 }
 #: A unit not in :data:`SECONDS`: this much per test (the mean of the rest).
 SECONDS_PER_TEST = 0.08

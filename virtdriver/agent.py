@@ -9,8 +9,9 @@ a one-shot ``virtdriver sync`` cannot always prove are its own.  Each cycle
 (:meth:`Agent.cycle`), under the state directory's lock and only then:
 
 1. ``tracker.update_all()``; a node that fails (libvirt gone: the driver's
-   session re-opens it with backoff first) is left unchanged — nothing of
-   it is removed — and reported as unknown;
+   session re-opens it with backoff first; a driver's
+   ``HypervisorUnavailable``) is left unchanged — nothing of it is
+   removed — and reported as unknown, the cycle pending (3);
 2. sync the tree to Placement;
 3. one log line: what the sync changed or ``no changes``, with the request
    count, and each node that failed.
@@ -42,6 +43,7 @@ from virtdriver.placement.ownership import TrackerOwnership
 from virtdriver.placement.allocations import PlacementAllocations
 from virtdriver.placement.reshape import ClaimsPlacement, DriverPlacement
 from virtdriver.placement.result import SyncResult
+from virtdriver.placement.state import known_roots
 from virtdriver.placement.sync import Syncer
 from virtdriver.render.sync import summary
 from virtdriver.resource_tracker.results import UpdateAllError
@@ -108,6 +110,8 @@ class CycleReport:
         parts = [f"cycle {self.number}:"]
         if self.result is not None:
             parts.append(summary(self.result))
+            if self.result.marker_problem:
+                parts.append(f"; {self.result.marker_problem}")
         for node, exc in self.failed.items():
             what = ("the driver's node list could not be read (no node "
                     "updated" if node == NODE_LIST else
@@ -228,7 +232,7 @@ class Agent:
         report.result = result
         if result.pending:
             report.status = PENDING
-        elif result.reason or result.errors:
+        elif result.reason or result.errors or result.unmarked:
             report.status = BAD_INPUT
         for exc in report.failed.values():
             report.status = max(report.status, self._classify(exc))
@@ -294,6 +298,7 @@ class _State:
             # A driver's reshape reads the allocations from Placement.
             self.tracker.allocations = PlacementAllocations(
                 lambda: self.syncer.client)
+            self.tracker.known_roots = known_roots(setup.directory)
         except BaseException:
             self.close()
             raise

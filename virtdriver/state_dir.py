@@ -195,6 +195,13 @@ def state_dir(configured: str | os.PathLike[str] | None = None) -> Path:
     return path
 
 
+def chosen_path(configured: str | os.PathLike[str] | None = None) -> Path:
+    """The state directory :func:`state_dir` would use, absolute, without
+    creating or checking anything (for a reader that only looks for a
+    file in it)."""
+    return _choose(configured)[0]
+
+
 def _choose(configured: str | os.PathLike[str] | None
             ) -> tuple[Path, str, str]:
     """The path, where it came from, and what to do if it is unusable."""

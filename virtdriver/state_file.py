@@ -98,9 +98,12 @@ def save_json(path: pathlib.Path, document: Any, error: ErrorFactory,
         ) from None
 
 
-def write_atomically(path: pathlib.Path, text: str) -> None:
+def write_atomically(path: pathlib.Path, text: str, *, mode: int = 0o600,
+                     parents: bool = True) -> None:
     """Replace ``path``'s content with ``text`` atomically (parent
-    directories created).
+    directories created unless ``parents`` is false).  The new file has
+    ``mode`` whatever the umask; whatever ``path`` was (a file, a symbolic
+    link) is replaced, never written through.
 
     Raises:
         OSError: it cannot be written; the old file, if any, is unchanged
@@ -108,9 +111,12 @@ def write_atomically(path: pathlib.Path, text: str) -> None:
     """
     temp = None
     try:
-        make_dirs(path.parent)
+        if parents:
+            make_dirs(path.parent)
         fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            if mode != 0o600:       # mkstemp's
+                os.fchmod(handle.fileno(), mode)
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())

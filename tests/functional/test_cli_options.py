@@ -55,7 +55,7 @@ def test_virt_type_checked_like_the_config_option(command, capsys, tmp_path):
     from_file = refused(capsys, [*command, "--config-file", str(conf)])
 
     reason = ("Valid values are [kvm, qemu, lxc, parallels, xen], but found "
-              "'bogus'; correct it (see docs/configuration.md)")
+              "'bogus'; correct it (see `virtdriver help configuration`)")
     assert from_flag == ("virtdriver: bad configuration: --virt-type "
                          f"([libvirt] virt_type): {reason}\n")
     assert from_file.endswith(f"[libvirt] virt_type: {reason}\n")

@@ -41,7 +41,9 @@ def test_preset_gives_root_and_one_child_per_cell():
         inventory = child.inventory
         assert inventory[orc.VCPU].total == 16
         assert inventory[orc.VCPU].allocation_ratio == 4.0
-        assert inventory[orc.MEMORY_MB].total == 32768
+        # 32 GiB a cell, 2 GiB of it in 2 MiB pages: offered once, as
+        # pages; MEMORY_MB is the small-page rest.
+        assert inventory[orc.MEMORY_MB].total == 32768 - 2048
         assert inventory["CUSTOM_MEM_PAGE_SIZE_2048"].total == 1024
         assert orc.PCPU not in inventory
     assert tree.record("fake-numa2-ht_NUMA0").inventory[orc.MEMORY_MB] \
@@ -75,7 +77,7 @@ def test_flat_mode_puts_everything_on_the_root():
     assert tree.get_provider_uuids() == [tree.record("fake-numa2-ht").uuid]
     inventory = tree.record("fake-numa2-ht").inventory
     assert inventory[orc.VCPU].total == 32
-    assert inventory[orc.MEMORY_MB].total == 65536
+    assert inventory[orc.MEMORY_MB].total == 65536 - 2 * 2048
 
 
 def test_foreign_traits_survive_and_owned_ones_come_back():

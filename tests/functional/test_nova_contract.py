@@ -14,6 +14,7 @@ import importlib.metadata
 import json
 import os
 import pathlib
+import uuid as uuidlib
 
 import os_resource_classes as orc
 import os_traits
@@ -64,11 +65,19 @@ class NovaStyleDriver(ComputeDriver):
 
 
 class RootWithoutUuidDriver(NovaStyleDriver):
-    """Creates its root as a porter would, having no compute node uuid."""
+    """Creates its root as a porter would, having no compute node uuid;
+    with ``ROOTLESS_RANDOM`` set, as before this tracker made roots: with
+    a random uuid of its own."""
+
+    def root_uuid_for(self, nodename):
+        if os.environ.get("ROOTLESS_RANDOM"):
+            return None   # the tracker makes no root: the driver does
+        return super().root_uuid_for(nodename)
 
     def update_provider_tree(self, tree, nodename, allocations=None):
         if not tree.exists(nodename):
-            tree.new_root(nodename, None)
+            tree.new_root(nodename, str(uuidlib.uuid4())
+                          if os.environ.get("ROOTLESS_RANDOM") else None)
         super().update_provider_tree(tree, nodename, allocations)
 
 
@@ -81,7 +90,8 @@ def drivers(monkeypatch, tmp_path):
             "rootless", f"{__name__}:RootWithoutUuidDriver", NAMESPACE)])
     state = tmp_path / "state"
     monkeypatch.setenv("VIRTDRIVER_STATE_DIR", str(state))
-    for name in ("NOVASTYLE_VENDOR", "NOVASTYLE_DOWN", "NOVASTYLE_DROP"):
+    for name in ("NOVASTYLE_VENDOR", "NOVASTYLE_DOWN", "NOVASTYLE_DROP",
+                 "ROOTLESS_RANDOM"):
         monkeypatch.delenv(name, raising=False)
     return state
 
@@ -126,6 +136,32 @@ def test_a_root_made_with_new_root_none_is_ours_on_the_second_sync(
     assert second == 0, err
     assert root_of(document)["uuid"] == root_of(again)["uuid"] == \
         root_uuid("compute-node", NODE)
+
+
+def test_a_root_an_earlier_sync_made_with_a_random_uuid_stays_ours(
+        drivers, capsys, monkeypatch):
+    """A node synced before with a random root uuid (the sync state and
+    the ledger list it): later runs keep that root, never "not ours"."""
+    monkeypatch.setenv("ROOTLESS_RANDOM", "1")
+    first, document, err = sync(capsys, "rootless")
+    assert first == 0, err
+    assert root_of(document)["uuid"] != root_uuid("compute-node", NODE)
+    monkeypatch.delenv("ROOTLESS_RANDOM")
+    for _ in range(2):
+        status, again, err = sync(capsys, "rootless")
+        assert status == 0, err
+        assert root_of(again)["uuid"] == root_of(document)["uuid"]
+
+
+def test_a_root_the_sync_state_names_but_the_ledger_does_not_is_not_adopted(
+        drivers, capsys, monkeypatch):
+    monkeypatch.setenv("ROOTLESS_RANDOM", "1")
+    assert sync(capsys, "rootless")[0] == 0
+    monkeypatch.delenv("ROOTLESS_RANDOM")
+    (drivers / "ledger-rootless.json").unlink()
+    status, _, err = sync(capsys, "rootless")
+    assert status == 2   # less, never more: that root is left alone
+    assert "not ours" in err
 
 
 def test_the_tracker_creates_the_root_with_a_stable_uuid_and_compute_node(
@@ -261,3 +297,45 @@ def test_completion_knows_disable_and_enable(capsys):
     script = capsys.readouterr().out
     assert "disable" in script and "enable" in script
     assert "--reason" in script
+
+
+def test_explain_says_why_a_node_is_disabled(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("VIRTDRIVER_STATE_DIR", str(tmp_path / "state"))
+    fake = ["--driver", "fake", "--host-spec", "numa2-ht"]
+    assert cli.main(["disable", "fake-numa2-ht", "--reason",
+                     "firmware update", *fake]) == 0
+    capsys.readouterr()
+    assert cli.main(["explain", os_traits.HW_NUMA_ROOT, *fake]) == 0
+    out = capsys.readouterr().out
+    assert "node fake-numa2-ht: disabled since" in out
+    assert "reason: firmware update" in out
+    assert cli.main(["enable", "fake-numa2-ht", *fake]) == 0
+    capsys.readouterr()
+    assert cli.main(["explain", os_traits.HW_NUMA_ROOT, *fake]) == 0
+    assert "disabled" not in capsys.readouterr().out
+
+
+def test_a_release_a_sync_did_not_send_is_sent_by_the_next(
+        drivers, capsys, monkeypatch):
+    """The driver stops setting a trait, and that run's sync sends
+    nothing (--dry-run; a Placement down is the same): the ledger keeps
+    the trait as the driver's, so the next sync still removes it."""
+    assert sync(capsys)[0] == 0
+    uuid = root_uuid("compute-node", NODE)
+    assert cli.main(["disable", NODE, "--driver", "novastyle"]) == 0
+    capsys.readouterr()
+    assert sync(capsys)[0] == 0
+    assert cli.main(["enable", NODE, "--driver", "novastyle"]) == 0
+    capsys.readouterr()
+    monkeypatch.setenv("NOVASTYLE_VENDOR", "8086")
+    assert sync(capsys, "novastyle", "--dry-run")[0] == 0
+    traits = placement_traits(drivers, uuid)
+    assert {VENDOR_PREFIX + "10DE", os_traits.COMPUTE_STATUS_DISABLED} <= \
+        traits
+    assert sync(capsys)[0] == 0
+    traits = placement_traits(drivers, uuid)
+    assert VENDOR_PREFIX + "10DE" not in traits
+    assert os_traits.COMPUTE_STATUS_DISABLED not in traits
+    assert VENDOR_PREFIX + "8086" in traits
+    ledger = json.loads((drivers / "ledger-novastyle.json").read_text())
+    assert VENDOR_PREFIX + "10DE" not in ledger["providers"][uuid]

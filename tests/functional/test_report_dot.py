@@ -82,7 +82,8 @@ def test_inventories_are_compact_and_traits_grouped_by_family(capsys):
         assert "pages 2M:4096 1G:16" in lines
         assert not any(line.startswith("CUSTOM_MEM_PAGE_SIZE")
                        for line in lines)
-    assert any("MEMORY_MB 131072 (r512)" in lines for lines in cells)
+    # Small-page memory: 131072 MiB less the 16 GiB + 8 GiB of pages.
+    assert any("MEMORY_MB 106496 (r512)" in lines for lines in cells)
     # Each trait of the root sits on the line of the family that the
     # driver's own trait report names for it.
     driver = FakeDriver("numa4-large")

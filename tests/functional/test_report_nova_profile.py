@@ -7,6 +7,7 @@ import json
 
 import os_resource_classes as orc
 import os_traits
+import pytest
 
 from virtdriver import cli
 
@@ -51,8 +52,9 @@ def test_profile_is_refused_for_other_drivers(capsys):
                           "libvirt")
 
 
+@pytest.mark.parametrize("profile", ["nova", "numa"])
 def test_traits_are_derived_again_only_for_a_new_reading(monkeypatch,
-                                                         tmp_path):
+                                                         tmp_path, profile):
     from virtdriver.drivers.libvirt import driver as libvirt_driver
     from virtdriver.resource_tracker.provider_tree import ProviderTree
 
@@ -65,7 +67,7 @@ def test_traits_are_derived_again_only_for_a_new_reading(monkeypatch,
         return real(*args, **kwargs)
 
     monkeypatch.setattr(libvirt_driver, "trait_report", counting)
-    driver = libvirt_driver.LibvirtDriver(uri=URI, profile="nova")
+    driver = libvirt_driver.LibvirtDriver(uri=URI, profile=profile)
     driver.init_host("node")
     tree = ProviderTree()
     driver.update_provider_tree(tree, "node")

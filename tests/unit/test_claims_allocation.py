@@ -62,17 +62,16 @@ def isolated_fit() -> InstanceFit:
 
 
 def test_the_claim_consumes_siblings_and_the_emulator_cpu_on_its_cell():
+    # 1 GiB of 2 MiB pages: the pages, and no MEMORY_MB beside them.
     assert claim_consumption(isolated_fit()) == {1: {
-        orc.PCPU: 5, orc.MEMORY_MB: 1024, "CUSTOM_MEM_PAGE_SIZE_2048": 512}}
+        orc.PCPU: 5, "CUSTOM_MEM_PAGE_SIZE_2048": 512}}
 
 
 def test_the_corrected_allocation_keeps_other_providers():
-    given = {CELL1: {orc.PCPU: 3, orc.MEMORY_MB: 1024,
-                     "CUSTOM_MEM_PAGE_SIZE_2048": 512},
+    given = {CELL1: {orc.PCPU: 3, "CUSTOM_MEM_PAGE_SIZE_2048": 512},
              ROOT: {orc.DISK_GB: 10}}
     assert corrected_allocations(given, isolated_fit(), CELLS) == {
-        CELL1: {orc.PCPU: 5, orc.MEMORY_MB: 1024,
-                "CUSTOM_MEM_PAGE_SIZE_2048": 512},
+        CELL1: {orc.PCPU: 5, "CUSTOM_MEM_PAGE_SIZE_2048": 512},
         ROOT: {orc.DISK_GB: 10}}
     again = corrected_allocations(given, isolated_fit(), CELLS)
     assert corrected_allocations(again, isolated_fit(), CELLS) is None

@@ -574,13 +574,15 @@ CONSUMPTION = [
      {}, {orc.PCPU: 4, orc.MEMORY_MB: 4096}),
     ("explicit MEMORY_MB", {f"resources:{orc.MEMORY_MB}": "1024"}, {},
      {orc.VCPU: 4, orc.MEMORY_MB: 1024}),
-    ("2 MiB pages", {"hw:mem_page_size": "2MB"}, {},
-     {orc.VCPU: 4, orc.MEMORY_MB: 4096, page_resource_class(2048): 2048}),
+    ("2 MiB pages, and so no MEMORY_MB", {"hw:mem_page_size": "2MB"}, {},
+     {orc.VCPU: 4, page_resource_class(2048): 2048}),
     ("1 GiB pages chosen by the image", {"hw:mem_page_size": "large"},
      {"hw_mem_page_size": "1GB"},
-     {orc.VCPU: 4, orc.MEMORY_MB: 4096, page_resource_class(1048576): 4}),
-    ("symbolic page sizes take no page class", {"hw:mem_page_size": "large"},
-     {}, {orc.VCPU: 4, orc.MEMORY_MB: 4096}),
+     {orc.VCPU: 4, page_resource_class(1048576): 4}),
+    ("symbolic page sizes take no memory class",
+     {"hw:mem_page_size": "large"}, {}, {orc.VCPU: 4}),
+    ("small pages by number", {"hw:mem_page_size": "4"}, {},
+     {orc.VCPU: 4, orc.MEMORY_MB: 4096}),
 ]
 
 

@@ -9,9 +9,8 @@ import pytest
 from virtdriver.claims.image_traits import InvalidImage
 from virtdriver.claims.model import Flavor, InvalidRequest
 from virtdriver.claims.placement_request import (
-    FLOATING_SPLIT, MICROVERSION, PAGE_SIZE_CHOICE, REALTIME_MASK,
-    SMALL_PAGE_MEMORY, THREAD_SIBLINGS_ISOLATE, THREAD_SIBLINGS_REQUIRE,
-    placement_request)
+    CASES, FLOATING_SPLIT, MICROVERSION, PAGE_SIZE_CHOICE, REALTIME_MASK,
+    THREAD_SIBLINGS_ISOLATE, THREAD_SIBLINGS_REQUIRE, placement_request)
 
 ROOT = os_traits.HW_NUMA_ROOT
 PAGES_2M = "CUSTOM_MEM_PAGE_SIZE_2048"
@@ -35,11 +34,34 @@ def test_one_group_per_guest_node_isolated_on_cells():
         "hw:mem_page_size": "2048"}, root_gb=20), {})
     assert request.query_string() == (
         "resources=DISK_GB:20"
-        f"&resources1={PAGES_2M}:1024,MEMORY_MB:2048,PCPU:4"
+        f"&resources1={PAGES_2M}:1024,PCPU:4"
         f"&required1={ROOT}"
-        f"&resources2={PAGES_2M}:1024,MEMORY_MB:2048,PCPU:4"
+        f"&resources2={PAGES_2M}:1024,PCPU:4"
         f"&required2={ROOT}&group_policy=isolate")
     assert cases(request) == []   # everything is expressed
+
+
+@pytest.mark.parametrize("page, memory", [
+    (None, {orc.MEMORY_MB: 2048}), ("small", {orc.MEMORY_MB: 2048}),
+    ("4", {orc.MEMORY_MB: 2048}), ("2048", {PAGES_2M: 1024}),
+    ("1GB", {"CUSTOM_MEM_PAGE_SIZE_1048576": 2}), ("large", {}),
+    ("any", {})])
+def test_memory_is_small_pages_or_huge_pages_never_both(page, memory):
+    # A cell's MEMORY_MB is its small-page memory: a guest on huge pages
+    # asks its pages alone, a guest whose page size is a choice asks no
+    # memory class (the claim chooses).
+    specs = {"hw:numa_nodes": "1"}
+    if page:
+        specs["hw:mem_page_size"] = page
+    request = placement_request(Flavor(2, 2048, specs), {})
+    group = dict(request.group_of(0).resources)
+    assert {rc: n for rc, n in group.items() if rc != orc.VCPU} == memory
+    assert (PAGE_SIZE_CHOICE in cases(request)) == (page in ("large",
+                                                             "any"))
+
+
+def test_small_page_memory_is_no_longer_a_case():
+    assert "small-page-memory" not in CASES
 
 
 def test_explicit_uneven_nodes_and_mixed_cpus():
@@ -76,7 +98,6 @@ def test_one_guest_node_needs_no_group_policy():
     ({"hw:cpu_policy": "dedicated", "hw:cpu_realtime": "yes",
       "hw:cpu_realtime_mask": "^0"}, REALTIME_MASK),
     ({"hw:mem_page_size": "large"}, PAGE_SIZE_CHOICE),
-    ({"hw:numa_nodes": "1"}, SMALL_PAGE_MEMORY),
 ])
 def test_what_the_tree_cannot_express_is_said(specs, case):
     request = placement_request(Flavor(4, 2048, specs), {})

@@ -224,7 +224,20 @@ def test_consumption_counts_every_vcpu_once(pair):
         else 0
     assert used.get(orc.VCPU, 0) + used.get(orc.PCPU, 0) == \
         flavor.vcpus + extra
-    assert used[orc.MEMORY_MB] == flavor.memory_mb
+    # Memory counts once: as MEMORY_MB (small pages), as pages of one
+    # huge size (never both), or not at all for a page size the claim
+    # chooses (large, any).
+    pages = {rc: n for rc, n in used.items()
+             if rc.startswith("CUSTOM_MEM_PAGE_SIZE_")}
+    page_size = None if request is None else request.page_size
+    if page_size in (None, "small", 4):
+        assert used[orc.MEMORY_MB] == flavor.memory_mb and not pages
+    elif isinstance(page_size, int):
+        assert orc.MEMORY_MB not in used
+        assert pages == {f"CUSTOM_MEM_PAGE_SIZE_{page_size}":
+                         flavor.memory_mb * 1024 // page_size}
+    else:
+        assert orc.MEMORY_MB not in used and not pages
 
 
 ROOT, CELL, NIC, OUTSIDE = "root", "cell", "nic", "sharing"

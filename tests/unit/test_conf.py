@@ -151,7 +151,7 @@ class TestBadValues:
         assert str(info.value) == (
             f"bad configuration (read from {path}): [libvirt] cpu_mode: "
             "Valid values are [host-model, host-passthrough, custom, none], "
-            "but found 'host-modle'; correct it (see docs/configuration.md)")
+            "but found 'host-modle'; correct it (see `virtdriver help configuration`)")
 
     def test_every_parse_problem_is_reported_at_once(self, write_conf):
         conf, _ = write_conf("""
@@ -198,7 +198,7 @@ reserved_huge_pages = node:zero,size:2048,count:1
 ONE_PROBLEM = [
     (trait_config, "[libvirt]\nvirt_type = vmware\n",
      "[libvirt] virt_type: Valid values are [kvm, qemu, lxc, parallels, "
-     "xen], but found 'vmware'; correct it (see docs/configuration.md)"),
+     "xen], but found 'vmware'; correct it (see `virtdriver help configuration`)"),
     (trait_config, "[libvirt]\nhw_machine_type = x86_64=q35,q35\n",
      "[libvirt] hw_machine_type = ['x86_64=q35', 'q35']: 'q35' is not "
      "ARCH=MACHINE (e.g. x86_64=q35)"),
@@ -370,10 +370,10 @@ class TestApplyOverrides:
         assert info.value.problems == (
             "--virt-type ([libvirt] virt_type): Valid values are [kvm, "
             "qemu, lxc, parallels, xen], but found 'vmware'; correct it "
-            "(see docs/configuration.md)",
+            "(see `virtdriver help configuration`)",
             "--reserved-host-memory-mb ([compute] reserved_host_memory_mb):"
             " invalid literal for int() with base 10: 'lots'; correct it "
-            "(see docs/configuration.md)")
+            "(see `virtdriver help configuration`)")
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -185,3 +185,32 @@ def test_a_directory_is_not_mistaken_for_a_missing_preset(tmp_path):
     assert "is a directory, not a fake host description file" in str(
         info.value)
     assert "neither a preset" not in str(info.value)
+
+
+def test_a_described_disk_is_the_roots_disk_gb_with_the_disk_options():
+    from virtdriver.conf.options import make_conf
+    from virtdriver.drivers.fake import FakeDriver
+    from virtdriver.resource_tracker.provider_tree import ProviderTree
+    conf = make_conf([])
+    conf.set_override("reserved_host_disk_mb", 10 * 1024 + 1,
+                      group="compute")
+    conf.set_override("disk_allocation_ratio", 2.0, group="compute")
+    driver = FakeDriver({"cells": 1, "disk_gb": 400, "name": "d"}, conf=conf)
+    driver.init_host("h")
+    tree = ProviderTree()
+    driver.update_provider_tree(tree, "d")
+    disk = tree.data("d").inventory["DISK_GB"]
+    assert (disk["total"], disk["reserved"], disk["allocation_ratio"]) == (
+        400, 11, 2.0)
+    assert driver.node_capabilities("d").facts["disk_gb"] == 400
+    plain = FakeDriver("small")
+    plain.init_host("h")
+    tree = ProviderTree()
+    plain.update_provider_tree(tree, "fake-small")
+    assert "DISK_GB" not in tree.data("fake-small").inventory
+
+
+@pytest.mark.parametrize("value", [-1, "400", 2**31, True, 1.5])
+def test_a_bad_disk_gb_names_the_field(value):
+    with pytest.raises(FakeHostError, match="disk_gb"):
+        spec_from_dict({"cells": 1, "disk_gb": value})

@@ -52,7 +52,7 @@ def test_namer_reports_collisions_between_different_values():
     ("CUSTOM_OK_1", None),
     ("CUSTOM_", "must match"),
     ("CUSTOM_lower", "must match"),
-    ("CUSTOM_" + "X" * 300, "longer than 255"),
+    ("CUSTOM_" + "X" * 300, "at most 255 characters, and it has 307"),
     ("HW_CPU_X86_NOT_A_THING", "neither an os-traits standard trait"),
 ])
 def test_invalid_reason(name, reason):

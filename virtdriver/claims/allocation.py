@@ -25,7 +25,7 @@ import os_resource_classes as orc
 from virtdriver.claims.model import ClaimError, NUMARequest
 from virtdriver.claims.usage import InstanceFit
 from virtdriver.claims.placement_request import (
-    FLOATING_SPLIT, PAGE_SIZE_CHOICE, REALTIME_MASK, SMALL_PAGE_MEMORY,
+    FLOATING_SPLIT, PAGE_SIZE_CHOICE, REALTIME_MASK,
     THREAD_SIBLINGS_ISOLATE, THREAD_SIBLINGS_REQUIRE, Unexpressed,
     node_resources)
 from virtdriver.cpuset import format_cpuset
@@ -143,8 +143,6 @@ _MARKERS = {
     THREAD_SIBLINGS_REQUIRE: ("thread policy require",),
     REALTIME_MASK: ("realtime",),
     PAGE_SIZE_CHOICE: ("MiB of huge pages", "MiB of any page size"),
-    SMALL_PAGE_MEMORY: ("MiB of memory,", "MiB of small pages,",
-                        "MiB of any page size"),
     FLOATING_SPLIT: ("host: ",),
 }
 
@@ -156,17 +154,18 @@ def _amounts(resources: Mapping[str, int]) -> str:
 def claim_consumption(fit: InstanceFit) -> dict[int, dict[str, int]]:
     """Host cell → what the claim ``fit`` takes of it, in the tree's
     classes: ``VCPU`` its shared vCPUs, ``PCPU`` every dedicated CPU it
-    holds (isolated siblings and the emulator CPU included),
-    ``MEMORY_MB`` and its pages (as :func:`~virtdriver.claims.usage.
-    inventory_usage` counts usage)."""
+    holds (isolated siblings and the emulator CPU included), its memory
+    as ``MEMORY_MB`` when on small pages, else as its pages only (as
+    :func:`~virtdriver.claims.usage.inventory_usage` counts usage)."""
     found: dict[int, dict[str, int]] = {}
     for cell in fit.cells:
         row = found.setdefault(cell.host_cell, {})
         for rc, amount in ((orc.VCPU, len(cell.shared_vcpus)),
-                           (orc.PCPU, len(cell.host_cpus)),
-                           (orc.MEMORY_MB, cell.memory_mb)):
+                           (orc.PCPU, len(cell.host_cpus))):
             row[rc] = row.get(rc, 0) + amount
-        if cell.page_size_kib is not None:
+        if cell.page_size_kib is None:     # small pages
+            row[orc.MEMORY_MB] = row.get(orc.MEMORY_MB, 0) + cell.memory_mb
+        else:                              # huge pages, and no MEMORY_MB
             rc = page_resource_class(cell.page_size_kib)
             row[rc] = row.get(rc, 0) + cell.pages
     return {c: {rc: n for rc, n in row.items() if n}

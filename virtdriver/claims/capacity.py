@@ -52,20 +52,12 @@ def cell_cores(cell: CellResources) -> tuple[tuple[int, ...], ...]:
     return tuple(sorted(tuple(c) for c in cores.values()))
 
 
-def huge_memory_mb(cell: CellResources) -> int:
-    """MiB the cell's huge pages hold (reserved ones included)."""
-    return sum(p.total * p.size_kib for p in cell.huge_pages.values()) // 1024
-
-
 def small_capacity_mb(cell: CellResources) -> int | None:
-    """Small-page memory guests may use in ``cell``; ``None`` if unknown."""
-    if cell.memory_mb is None:
-        return None
-    capacity = cell.memory_mb - huge_memory_mb(cell)
-    if cell.small_pages is not None:
-        capacity = min(capacity, cell.small_pages.available
-                       * cell.small_pages.size_kib // 1024)
-    return max(capacity, 0)
+    """Small-page memory guests may use in ``cell``; ``None`` if unknown
+    (:attr:`~virtdriver.drivers.host_resources.CellResources.
+    small_capacity_mb`, the ``MEMORY_MB`` the cell offers less its
+    reservation)."""
+    return cell.small_capacity_mb
 
 
 def host_small_capacity_mb(host: HostResources) -> int | None:

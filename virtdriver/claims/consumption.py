@@ -6,11 +6,12 @@
   policy add one ``PCPU``.  Explicit ``resources[N]:VCPU`` /
   ``resources[N]:PCPU`` extra specs replace this, as in Nova (summed over
   request groups; an amount of 0 drops the class).
-* **Memory.**  ``MEMORY_MB = memory_mb`` (or ``resources[N]:MEMORY_MB``).
-* **Pages.**  An explicit page size also takes pages from this project's
-  page inventory, one unit per page:
-  ``CUSTOM_MEM_PAGE_SIZE_<KiB> = memory_mb * 1024 / KiB``
-  (``small``, ``large`` and ``any`` name no size, so no page class).
+* **Memory.**  Small pages (no page size, ``small``, 4 KiB):
+  ``MEMORY_MB = memory_mb`` (or ``resources[N]:MEMORY_MB``).  A huge page
+  size takes pages only, one unit per page:
+  ``CUSTOM_MEM_PAGE_SIZE_<KiB> = memory_mb * 1024 / KiB`` (a cell's
+  ``MEMORY_MB`` is its small-page memory, so never both).  ``large`` and
+  ``any`` name no size: no memory class (the claim chooses the pages).
 
 Classes with an amount of 0 are left out.
 """
@@ -22,7 +23,7 @@ import os_resource_classes as orc
 from virtdriver.claims.extra_specs import group_keys
 from virtdriver.claims.model import (
     CPU_DEDICATED, CPU_MIXED, Flavor, InvalidRequest, NUMARequest, Problem)
-from virtdriver.drivers.host_tree import page_resource_class
+from virtdriver.claims.placement_request import memory_resources
 
 
 def consumption(flavor: Flavor, request: NUMARequest | None
@@ -51,11 +52,12 @@ def consumption(flavor: Flavor, request: NUMARequest | None
     if explicit[orc.VCPU] is not None or explicit[orc.PCPU] is not None:
         used[orc.VCPU] = explicit[orc.VCPU] or 0
         used[orc.PCPU] = explicit[orc.PCPU] or 0
-    used[orc.MEMORY_MB] = (flavor.memory_mb if explicit[orc.MEMORY_MB] is None
-                           else explicit[orc.MEMORY_MB])
-    if request is not None and isinstance(request.page_size, int):
-        used[page_resource_class(request.page_size)] = (
-            request.memory_mb * 1024 // request.page_size)
+    if explicit[orc.MEMORY_MB] is not None:
+        used[orc.MEMORY_MB] = explicit[orc.MEMORY_MB]
+    elif request is None:
+        used[orc.MEMORY_MB] = flavor.memory_mb
+    else:
+        used.update(memory_resources(request.page_size, request.memory_mb))
     return {rc: amount for rc, amount in sorted(used.items()) if amount}
 
 

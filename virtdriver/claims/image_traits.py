@@ -460,7 +460,8 @@ def _explicit(found: _Found, texts, props) -> None:
         reason = invalid_reason(name)
         if reason:
             found.problems.append(Problem(
-                f"image property {key!r}: {name!r} is {reason}; name a "
+                f"image property {key!r}: {name!r} is not a valid trait "
+                f"name: {reason}; name a "
                 "standard trait or a CUSTOM_ one", {key: props[key]}))
         elif value in (REQUIRED, FORBIDDEN):
             found.add(name, value, Source(key, props[key]))

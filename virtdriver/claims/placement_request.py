@@ -11,8 +11,10 @@ traits.  The request (rules and microversions in ``docs/claims.md``):
 * **With a NUMA topology**, one numbered group per guest node (suffix
   ``N+1`` for guest node ``N``): its shared vCPUs as ``VCPU``, its
   dedicated ones as ``PCPU`` (guest node 0 adds the isolated emulator
-  threads' CPU, where the claim puts it), its ``MEMORY_MB`` and, for an
-  explicit page size, its pages; ``required<N>=HW_NUMA_ROOT`` plus the
+  threads' CPU, where the claim puts it), and its memory: ``MEMORY_MB``
+  for small pages, a huge page size's pages alone (a cell's ``MEMORY_MB``
+  is its small-page memory), nothing for ``large``/``any`` (the claim
+  chooses); ``required<N>=HW_NUMA_ROOT`` plus the
   CPU feature traits the flavor and image ask for.  More than one guest
   node: ``group_policy=isolate``, every node on a cell of its own.
 * **Without one**, the flavor's ``VCPU`` and ``MEMORY_MB`` float in the
@@ -55,9 +57,11 @@ THREAD_SIBLINGS_REQUIRE = "thread-policy-require"
 REALTIME_MASK = "realtime-mask"
 PAGE_SIZE_CHOICE = "page-size-choice"
 FLOATING_SPLIT = "floating-instance"
-SMALL_PAGE_MEMORY = "small-page-memory"
 CASES = (THREAD_SIBLINGS_ISOLATE, THREAD_SIBLINGS_REQUIRE, REALTIME_MASK,
-         PAGE_SIZE_CHOICE, FLOATING_SPLIT, SMALL_PAGE_MEMORY)
+         PAGE_SIZE_CHOICE, FLOATING_SPLIT)
+#: The page size (KiB) that means small pages when named as a number: the
+#: base page of x86 and most hosts, which no page class offers.
+SMALL_PAGE_KIB = 4
 
 
 @dataclass(frozen=True)
@@ -227,12 +231,24 @@ def node_resources(numa: NUMARequest, cell: CellRequest) -> dict[str, int]:
     isolated emulator CPU on node 0), MEMORY_MB, and its pages."""
     extra = 1 if numa.emulator_threads_isolated and cell.id == 0 else 0
     resources = {orc.VCPU: len(cell.shared_cpus),
-                 orc.PCPU: len(cell.dedicated_cpus) + extra,
-                 orc.MEMORY_MB: cell.memory_mb}
-    if isinstance(numa.page_size, int):
-        resources[page_resource_class(numa.page_size)] = (
-            cell.memory_mb * 1024 // numa.page_size)
+                 orc.PCPU: len(cell.dedicated_cpus) + extra}
+    resources.update(memory_resources(numa.page_size, cell.memory_mb))
     return {rc: n for rc, n in resources.items() if n}
+
+
+def memory_resources(page_size: Any, memory_mb: int) -> dict[str, int]:
+    """What ``memory_mb`` of a guest node takes in Placement: small pages
+    (no page size, ``small`` or :data:`SMALL_PAGE_KIB`) as ``MEMORY_MB``,
+    a huge page size as its pages only (a cell's ``MEMORY_MB`` is its
+    small-page memory: huge pages are never sold twice), and ``large`` or
+    ``any`` as nothing (no class means "some page size": the claim
+    chooses, :data:`PAGE_SIZE_CHOICE`)."""
+    if page_size in (None, PAGE_SMALL, SMALL_PAGE_KIB):
+        return {orc.MEMORY_MB: memory_mb}
+    if isinstance(page_size, int):
+        return {page_resource_class(page_size):
+                memory_mb * 1024 // page_size}
+    return {}
 
 
 _FLOATING = Unexpressed(
@@ -267,15 +283,11 @@ def unexpressed(numa: NUMARequest | None) -> tuple[Unexpressed, ...]:
     if numa.page_size in (PAGE_LARGE, PAGE_ANY):
         found.append(Unexpressed(
             PAGE_SIZE_CHOICE,
-            f"page size {numa.page_size}: no resource class means 'some huge "
-            "page size', so only MEMORY_MB is asked; the claim chooses the "
-            "pages and refuses a cell without enough"))
-    if numa.page_size in (None, PAGE_SMALL, PAGE_ANY):
-        found.append(Unexpressed(
-            SMALL_PAGE_MEMORY,
-            "small pages: a cell's MEMORY_MB inventory includes the memory "
-            "its huge pages hold; the claim refuses a cell whose small-page "
-            "memory is short"))
+            f"page size {numa.page_size}: no resource class means 'some "
+            + ("huge page size" if numa.page_size == PAGE_LARGE else
+               "page size, huge or small")
+            + "', so no memory is asked; the claim chooses the pages and "
+            "refuses a cell without enough"))
     return tuple(found)
 
 

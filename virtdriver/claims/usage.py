@@ -320,8 +320,9 @@ def inventory_usage(usage: HostUsage, host: HostResources
     ``{cell_id: {VCPU, PCPU, MEMORY_MB, CUSTOM_MEM_PAGE_SIZE_<KiB>: used}}``
     with every class the cell offers (0 when unused).  ``PCPU`` counts every
     dedicated CPU taken (isolated siblings and emulator CPUs included);
-    ``MEMORY_MB`` all guest memory on the cell, huge pages included (the
-    cell's ``MEMORY_MB`` inventory includes them too).  Instances without a
+    ``MEMORY_MB`` guest memory on the cell's small pages (huge pages count
+    as their page class only, as the cell's inventory offers them: never
+    both).  Instances without a
     NUMA topology are under the key ``None`` (the host as a whole), present
     only when there are some.
     """
@@ -333,8 +334,8 @@ def inventory_usage(usage: HostUsage, host: HostResources
             row[orc.VCPU] = used.shared_vcpus
         if cell.pcpus or used.used_cpus:
             row[orc.PCPU] = len(used.used_cpus)
-        if cell.total_memory_mb or used.memory_mb:
-            row[orc.MEMORY_MB] = used.memory_mb
+        if cell.small_memory_mb or used.small_memory_mb:
+            row[orc.MEMORY_MB] = used.small_memory_mb
         for size in sorted(set(cell.huge_pages) | set(used.pages)):
             pool = cell.huge_pages.get(size)
             if (pool is not None and pool.total) or used.pages.get(size):

@@ -4,8 +4,9 @@ A ``report`` option that the chosen driver does not read (``--inventory``
 with the fake driver, ``--uri`` with ironic), or a combination that cannot
 both apply (``--snapshot`` with ``--uri``), is an error rather than a no-op.
 Config *files* are not checked this way: one file may serve many drivers.
-``--placement-url`` must be an http(s) URL with a host and no user name
-or password (keystone options carry credentials).
+``--placement-url`` must be an http(s) URL with a host, no ``%``
+(:mod:`virtdriver.placement.endpoint`) and no user name or password
+(keystone options carry credentials).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import urllib.parse
 from collections.abc import Mapping
 
+from virtdriver.capabilities.traits.names import MAX_TRAIT_LENGTH
 from virtdriver.cli.errors import CommandError
 from virtdriver.conf.overrides import COMMAND_LINE_OPTIONS, flag
 from virtdriver.conf.reader import option_name
@@ -62,12 +64,28 @@ def check_options(args: argparse.Namespace) -> None:
             "--format json, or drop --output to print the JSON")
     if getattr(args, "placement_url", None) is not None:
         placement_url(args.placement_url)
+    if args.command == "explain":
+        _check_trait_lengths(args.traits)
+
+
+def _check_trait_lengths(traits: list[str]) -> None:
+    """Refuse a name no trait can have (longer than Placement allows) at
+    once, before the host is read and without echoing all of it."""
+    for name in traits:
+        if len(name) > MAX_TRAIT_LENGTH:
+            raise CommandError(
+                f"explain: {name[:40]!r}... is {len(name)} characters long, "
+                f"and no trait name is longer than {MAX_TRAIT_LENGTH} "
+                "(Placement's limit); check the name")
 
 
 def placement_url(url: str) -> str:
     """``url`` without a trailing ``/`` if it is an http(s) URL with a
     host and nothing after the path; else :class:`CommandError`."""
-    example = "give Placement's endpoint, e.g. http://placement.example:8778"
+    # Imported here: a command with no Placement imports nothing of it.
+    from virtdriver.placement.endpoint import EXAMPLE, endpoint_problem
+
+    example = f"give Placement's endpoint, e.g. {EXAMPLE}"
     if "@" in url:
         shown = (redact_userinfo(url) if has_userinfo(url)
                  else "***@" + url.rpartition("@")[2])
@@ -76,16 +94,11 @@ def placement_url(url: str) -> str:
             "or password, which virtdriver neither sends nor records; give "
             "the URL without it, and keystone credentials as the [placement] "
             "auth options of a --config-file (auth_type, auth_url, "
-            "username, password; docs/configuration.md)")
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 (a port that is not a number raises)
-    except ValueError as exc:
-        raise CommandError(f"--placement-url {url!r} is not a URL ({exc}); "
-                           f"{example}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise CommandError(f"--placement-url {url!r} is not an http:// or "
-                           f"https:// URL with a host; {example}")
+            "username, password; `virtdriver help configuration`)")
+    problem = endpoint_problem(url)
+    if problem:
+        raise CommandError(f"--placement-url {url!r} {problem}; {example}")
+    parts = urllib.parse.urlsplit(url)
     if parts.query or parts.fragment:
         raise CommandError(f"--placement-url {url!r} has a query or a "
                            f"fragment; {example}")

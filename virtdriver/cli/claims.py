@@ -15,11 +15,13 @@ from typing import TextIO
 
 from virtdriver.claims.documents import (
     allocations_from_document, instance_from_document)
-from virtdriver.claims.model import Instance
+from virtdriver.claims.constraints import numa_constraints
+from virtdriver.claims.model import Instance, InvalidRequest
 from virtdriver.claims.rebuild import (
     providers_from_tree_json, rebuild_conflicts)
 from virtdriver.cli.checks import placement_url
-from virtdriver.cli.errors import EXIT_REFUSED, CommandError
+from virtdriver.cli.errors import (
+    EXIT_FAILURE, EXIT_REFUSED, EXIT_UNREACHABLE, CommandError)
 from virtdriver.cli.image import image_document
 from virtdriver.cli.loading import chosen_node, host_tree, started_driver
 from virtdriver.drivers.base import ComputeDriver
@@ -47,11 +49,12 @@ def run_claims_command(args: argparse.Namespace, conf,
     if args.command == "claim":
         instance = _instance(args.instance)
         nodename = chosen_node(driver, args)
-        scheduled = _scheduled(args, instance)
+        read = _placement_read(args, instance)
+        scheduled = _scheduled(args, instance, read)
         found = tracker.instance_claim(instance, nodename,
                                        allocations=scheduled)
-        if args.placement_url:
-            _write_back(args, tracker, nodename, instance, scheduled, found)
+        if read is not None:
+            _write_back(args, tracker, nodename, read, found)
         out.write(render_fit(nodename, found, args.format))
         return 0
     if args.command == "release":
@@ -67,6 +70,15 @@ def run_claims_command(args: argparse.Namespace, conf,
 def _rebuild_check(args: argparse.Namespace, driver: ComputeDriver, conf,
                    out: TextIO) -> int:
     instance = _instance(args.instance)
+    try:
+        # What claim refuses, a rebuild check cannot allow: the instance
+        # as it stands must be a valid request.
+        numa_constraints(instance.flavor, instance.image_properties)
+    except InvalidRequest as exc:
+        raise CommandError(
+            f"{args.instance}: the instance's flavor and current image make "
+            f"no valid request ({exc}); fix INSTANCE.json (a rebuild "
+            "cannot make it valid)") from None
     image = image_document(
         load_data_file(args.image, "image", CommandError), args.image)
     new_image = dict(image.properties)
@@ -93,44 +105,89 @@ def _rebuild_check(args: argparse.Namespace, driver: ComputeDriver, conf,
     return EXIT_REFUSED if conflicts else 0
 
 
-def _scheduled(args: argparse.Namespace, instance: Instance
+def _placement_read(args: argparse.Namespace, instance: Instance):
+    """With ``--placement-url``: the instance's allocation as Placement
+    holds it (one read, whose consumer generation guards the write-back)."""
+    if not getattr(args, "placement_url", None):
+        return None
+    from virtdriver.placement.client import PlacementClient
+    from virtdriver.placement.consumer import read_consumer
+    client = PlacementClient.from_url(placement_url(args.placement_url))
+    read = read_consumer(client, instance.uuid)
+    if not read.allocations:
+        raise CommandError(
+            f"Placement at {args.placement_url} holds no allocation for "
+            f"instance {instance.uuid}; schedule it first, or claim "
+            "without --placement-url")
+    return read
+
+
+def _scheduled(args: argparse.Namespace, instance: Instance, read
                ) -> dict[str, dict[str, int]] | None:
-    """The scheduler's allocation for ``claim``, if one was given."""
+    """The scheduler's allocation for ``claim``: ``--allocations``,
+    Placement's (``read``) or the instance document's ``allocations``;
+    an instance document whose allocations differ from the one given
+    beside it is refused (which is the instance's?)."""
+    given, source = None, None
     if getattr(args, "allocations", None):
-        return allocations_from_document(load_data_file(
+        given = allocations_from_document(load_data_file(
             args.allocations, "allocations", CommandError), args.allocations)
-    if getattr(args, "placement_url", None):
-        from virtdriver.placement.client import PlacementClient
-        from virtdriver.placement.rebuild_source import placement_allocations
-        client = PlacementClient.from_url(placement_url(args.placement_url))
-        found = placement_allocations(client, instance.uuid)
-        if not found:
-            raise CommandError(
-                f"Placement at {args.placement_url} holds no allocation for "
-                f"instance {instance.uuid}; schedule it first, or claim "
-                "without --placement-url")
-        return found
-    return None
+        source = args.allocations
+    elif read is not None:
+        given, source = read.plain(), f"Placement at {args.placement_url}"
+    own = {rp: dict(res) for rp, res in instance.allocations.items()}
+    if given is None:
+        return own or None
+    if own and _nonzero(own) != _nonzero(given):
+        raise CommandError(
+            f"{args.instance}: its allocations ({_shown(own)}) differ from "
+            f"those of {source} ({_shown(given)}); drop \"allocations\" "
+            "from the instance document or make the two agree")
+    return given
+
+
+def _nonzero(allocations) -> dict[str, dict[str, int]]:
+    return {rp: {rc: n for rc, n in res.items() if n}
+            for rp, res in allocations.items() if any(res.values())}
+
+
+def _shown(allocations) -> str:
+    return "; ".join(
+        f"{rp}: " + ",".join(f"{rc}={n}" for rc, n in sorted(res.items()))
+        for rp, res in sorted(_nonzero(allocations).items())) or "none"
 
 
 def _write_back(args: argparse.Namespace, tracker: ResourceTracker,
-                nodename: str, instance: Instance, scheduled, found) -> None:
+                nodename: str, read, found) -> None:
     """Correct the instance's allocation in Placement to what the claim
-    consumes; if Placement refuses, release the claim (nothing changed)."""
-    from virtdriver.placement.candidates import correct_allocation
+    consumes, through the generation of the read the claim used; if
+    Placement refuses, another writer changed it meanwhile, or cannot be
+    reached, release the claim (Placement keeps what it holds)."""
     from virtdriver.placement.client import PlacementClient
+    from virtdriver.placement.consumer import write_corrected
     from virtdriver.resource_tracker.instance_claims import (
         allocation_correction)
     corrected = allocation_correction(tracker.driver, tracker.tree, nodename,
-                                      scheduled, found)
+                                      read.plain(), found)
     if corrected is None:
         return
+    from virtdriver.placement.errors import (
+        PlacementError, PlacementUnavailable)
     try:
-        correct_allocation(
+        write_corrected(
             PlacementClient.from_url(placement_url(args.placement_url)),
-            instance.uuid, corrected)
-    except Exception:
-        tracker.release(instance.uuid)
+            read, corrected)
+    except PlacementError as exc:
+        tracker.release(read.uuid)
+        unreachable = isinstance(exc, PlacementUnavailable)
+        raise CommandError(
+            f"{exc}; the claim of instance {read.uuid} was released "
+            + ("(Placement holds the scheduler's allocation or the "
+               "corrected one); claim again once Placement answers"
+               if unreachable else "(Placement keeps what it holds)"),
+            EXIT_UNREACHABLE if unreachable else EXIT_FAILURE) from exc
+    except BaseException:
+        tracker.release(read.uuid)
         raise
 
 

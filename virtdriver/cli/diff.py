@@ -55,7 +55,7 @@ def _check_side(side: str) -> None:
         raise CommandError(
             f"diff side {side!r} is neither `live` nor a snapshot directory "
             f"({what}); give a directory `virtdriver snapshot -o DIR` wrote "
-            "(or a hand-written one, docs/snapshots.md) or `live`")
+            "(or a hand-written one, `virtdriver help snapshots`) or `live`")
 
 
 def build_side(side: str, args: argparse.Namespace, conf) -> HostSide:

@@ -44,6 +44,20 @@ EXIT_INTERRUPTED = 130
 #: reports a process killed by SIGPIPE.
 EXIT_BROKEN_PIPE = 141
 
+#: Every exit status with its meaning in a few words, as ``virtdriver
+#: --help`` lists them (docs/exit-codes.md has the table; a test keeps
+#: the two equal).
+EXIT_STATUSES = (
+    (0, "ok"),
+    (EXIT_REFUSED, "refused or a finding"),
+    (EXIT_FAILURE, "usage or input error"),
+    (EXIT_UNREACHABLE, "environment problem (libvirt or Placement "
+                       "unreachable, a lock held too long)"),
+    (EXIT_INTERNAL, "internal error (a bug)"),
+    (EXIT_INTERRUPTED, "interrupted"),
+    (EXIT_BROKEN_PIPE, "output closed (e.g. `| head`)"),
+)
+
 
 class CommandError(Exception):
     """The command cannot do what was asked; the message says why and what
@@ -170,7 +184,21 @@ def exit_status(exc: BaseException, named: Iterable[str] = (),
         return EXIT_REFUSED
     if isinstance(exc, OSError) and _on_named_path(exc, named):
         return EXIT_FAILURE
+    if _substitution(exc) is not None:
+        return EXIT_FAILURE
     return None
+
+
+def _substitution(exc: BaseException) -> str | None:
+    """The message for oslo.config failing on a ``$`` of a value wherever
+    it was read (a log option given on the command line too), or ``None``
+    for any other error."""
+    substitution = sys.modules.get("virtdriver.conf.substitution")
+    failed = substitution and substitution.failed_substitution(exc)
+    if not failed:
+        return None
+    return "bad configuration: " + substitution.substitution_reason(
+        failed, "a value")
 
 
 def show_error(exc: BaseException, *, debug: bool, err: TextIO,
@@ -224,8 +252,12 @@ def _show_driver_failures(driver: DriverCode,
 
 
 def _message(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and not isinstance(
-            exc, error_classes(KNOWN_NAMES)):
+    if isinstance(exc, error_classes(KNOWN_NAMES)):
+        return str(exc)
+    substitution = _substitution(exc)
+    if substitution is not None:
+        return substitution
+    if isinstance(exc, OSError):
         return (f"cannot use {exc.filename}: {exc.strerror or exc}; check "
                 "the path and its permissions")
     return str(exc)

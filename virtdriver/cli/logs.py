@@ -16,6 +16,10 @@ keeps what the command line promises:
   out, so ``--format json`` stays JSON;
 * ``--log-dir DIR`` alone writes ``DIR/virtdriver.log`` (oslo.log would
   name it after ``sys.argv[0]``);
+* the log file is opened as a state file is (:mod:`.log_file`): never
+  through a link, never another user's, created ``0600``; the file
+  ``log_config_append`` names (Python code, in effect) is refused when
+  another user could write it (:mod:`virtdriver.conf.trust`);
 * a log that cannot be written (a full disk, ``/dev/full``) is one line
   and exit 2, checked by a first record written when logging starts and
   again when the command ends; oslo.log's own error printing is not used;
@@ -38,6 +42,9 @@ import sys
 from collections.abc import Iterator
 
 from virtdriver.cli.errors import CommandError
+from virtdriver.cli.log_file import UnsafeLogFile, checked_log_file, guard
+from virtdriver.conf.overrides import literal
+from virtdriver.conf.trust import untrusted
 
 LOG = logging.getLogger(__name__)
 
@@ -92,8 +99,8 @@ def command_logging(args: argparse.Namespace, conf=None) -> Iterator[None]:
 def _override(conf, args: argparse.Namespace) -> None:
     for dest in LOG_OPTIONS:
         value = getattr(args, dest, None)
-        if value:
-            conf.set_override(dest, value)
+        if value:   # a command-line value is literal: no $ substitution
+            conf.set_override(dest, literal(value))
     conf.set_override("debug", bool(getattr(args, "debug", False)))
     conf.set_override("use_stderr", False)  # stderr is ours (module doc)
     if conf.log_dir and not conf.log_file:
@@ -111,13 +118,29 @@ def _oslo_setup(conf) -> Iterator[list[tuple[logging.Handler, OSError]]]:
     levels = {name: logging.getLogger(name).level for name in
               (pair.partition("=")[0] for pair in conf.default_log_levels)}
     failures: list[tuple[logging.Handler, OSError]] = []
+    path = None if conf.log_config_append else _log_path(conf)
+    if conf.log_config_append:
+        # Python's logging.config: whoever can write it runs code as us.
+        refused = untrusted(conf.log_config_append,
+                            "[DEFAULT] log_config_append")
+        if refused is not None:
+            raise CommandError(refused)
     try:
+        identity = checked_log_file(path) if path else None
         oslo_log.setup(conf, "virtdriver", version=_version(),
                        fix_eventlet=False)
+        added = [h for h in root.handlers if h not in kept]
+        for handler in added:
+            if (identity is not None and getattr(handler, "baseFilename",
+                                                 None) == os.path.abspath(path)):
+                guard(handler, identity)
     except (OSError, RuntimeError, ValueError) as exc:
+        for handler in root.handlers:
+            if handler not in kept:
+                with contextlib.suppress(OSError):
+                    handler.close()
         _restore(root, kept, level, levels, hook)
         raise CommandError(_unusable(conf, exc)) from exc
-    added = [h for h in root.handlers if h not in kept]
     for handler in added:
         if getattr(handler, "stream", None) is sys.stdout:
             root.removeHandler(handler)  # oslo's fallback (module doc)
@@ -183,6 +206,8 @@ def _check(failures: list[tuple[logging.Handler, OSError]], conf) -> None:
     if not failures:
         return
     handler, error = failures[0]
+    if isinstance(error, UnsafeLogFile):
+        raise CommandError(_unusable(conf, error))
     where = getattr(handler, "baseFilename", None) or _where(conf)
     raise CommandError(
         f"--log-file {where}: cannot write to it "
@@ -191,6 +216,8 @@ def _check(failures: list[tuple[logging.Handler, OSError]], conf) -> None:
 
 
 def _unusable(conf, exc: BaseException) -> str:
+    if isinstance(exc, UnsafeLogFile):
+        return f"will not log to {exc.filename}: {exc.strerror}"
     if isinstance(exc, OSError):
         return (f"--log-file {_where(conf)}: cannot open it "
                 f"({exc.strerror or exc}); fix the path or its permissions")
@@ -201,9 +228,14 @@ def _unusable(conf, exc: BaseException) -> str:
     return f"the log cannot be set up: {exc}; check the [DEFAULT] log options"
 
 
-def _where(conf) -> str:
-    path = conf.log_file and (os.path.join(conf.log_dir, conf.log_file)
+def _log_path(conf) -> str | None:
+    """The log file oslo.log opens (after :func:`_override`), if any."""
+    return conf.log_file and (os.path.join(conf.log_dir, conf.log_file)
                               if conf.log_dir else conf.log_file)
+
+
+def _where(conf) -> str:
+    path = _log_path(conf)
     places = [path] if path else []
     places += [name for name, on in (("the journal", conf.use_journal),
                                      ("syslog", conf.use_syslog)) if on]

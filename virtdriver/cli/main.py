@@ -61,8 +61,11 @@ def run(args: argparse.Namespace, opener: Opener | None) -> int:
     """Run the parsed command; errors propagate to :func:`main`."""
     from virtdriver.cli.logs import command_logging
 
+    if args.command == "placement-request":
+        _host_of_request(args)
     if args.command in ("drivers", "config", "completion", "image-traits",
-                        "placement-request"):
+                        "placement-request", "help") and not getattr(
+                            args, "driver", None):
         with command_logging(args):  # no host, no config
             return run_without_conf(args)
     from virtdriver.cli.checks import check_options
@@ -80,12 +83,28 @@ def run(args: argparse.Namespace, opener: Opener | None) -> int:
         return run_host_command(args, conf, config, opener)
 
 
+#: ``placement-request`` options that read a host (and so need a driver).
+_HOST_OPTIONS = ("host_spec", "inventory", "snapshot", "uri", "flat",
+                 "config_file", "config_dir", "node", "cpu_map")
+
+
+def _host_of_request(args: argparse.Namespace) -> None:
+    """``placement-request`` reads a host only when a driver is named or
+    implied by a host option (then libvirt, as in every command)."""
+    if args.driver is None and any(getattr(args, name, None)
+                                   for name in _HOST_OPTIONS):
+        args.driver = "libvirt"
+
+
 def run_without_conf(args: argparse.Namespace) -> int:
-    """``drivers``, ``config``, ``completion``, ``image-traits`` or
-    ``placement-request``."""
+    """``drivers``, ``config``, ``completion``, ``image-traits``,
+    ``placement-request`` or ``help``."""
     if args.command == "drivers":
         from virtdriver.cli.drivers import run_drivers
         return run_drivers(args.format)
+    if args.command == "help":
+        from virtdriver.cli.help import run_help
+        return run_help(args)
     if args.command == "image-traits":
         from virtdriver.cli.image import run_image_traits
         return run_image_traits(args)
@@ -133,6 +152,9 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
     if args.command == "placement":
         from virtdriver.cli.placement_serve import run_placement_serve
         return run_placement_serve(args)
+    if args.command == "placement-request":
+        from virtdriver.cli.placement_request import run_placement_request
+        return run_placement_request(args, conf)
     if args.command in CLAIMS_COMMANDS:
         from virtdriver.cli.claims import run_claims_command
         return run_claims_command(args, conf)
@@ -152,7 +174,8 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
         from virtdriver.cli.snapshot import run_snapshot
         from virtdriver.conf.host import host_name
         return run_snapshot(args, config, opener=opener,
-                            host=host_name(conf))
+                            host=host_name(conf),
+                            nodedev_uri=conf.libvirt.nodedev_uri or None)
     from virtdriver.cli.host import run_command
     return run_command(args, config, opener=opener, conf=conf)
 

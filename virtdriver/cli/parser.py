@@ -13,6 +13,8 @@ import argparse
 import sys
 
 from virtdriver.capabilities.traits.config import CPU_MODES
+from virtdriver.cli.errors import EXIT_STATUSES
+from virtdriver.cli.usage import Parser
 from virtdriver.conf.defaults import VIRT_TYPES
 from virtdriver.conf.guest import parse_machine_types
 from virtdriver.drivers.libvirt.cpu_map_loader import DEFAULT_CPU_MAP_DIR
@@ -31,6 +33,24 @@ SYSLOG_HELP = "log to syslog too ([DEFAULT] use_syslog)"
 
 def _csv(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+#: The highest TCP port.
+MAX_PORT = 65535
+
+
+def _port(text: str) -> int:
+    """A TCP port for ``placement serve --port``: 0 (any free one) to
+    65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = None
+    if port is None or not 0 <= port <= MAX_PORT:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a port; give 1 to {MAX_PORT}, or 0 for any "
+            "free one")
+    return port
 
 
 def _machine_types(text: str) -> tuple[tuple[str, str], ...]:
@@ -275,7 +295,7 @@ def _add_claims(commands) -> None:
                     "lacked), 2 unusable input, 3 Placement unreachable.")
     claim.add_argument("--instance", required=True, metavar="INSTANCE.json",
                        help="the instance: uuid, flavor, image, allocations "
-                            "(docs/claims.md)")
+                            "(`virtdriver help claims`)")
     claim.add_argument("--node", metavar="NAME",
                        help="the node to claim on (default: the driver's "
                             "only node)")
@@ -330,7 +350,7 @@ def _add_image(commands) -> None:
         "image-traits", help="the traits an image requires and forbids",
         description="The traits IMAGE.json's properties and disk format "
                     "imply (hw_disk_bus=scsi → COMPUTE_STORAGE_BUS_SCSI, "
-                    "…; docs/claims.md) and its trait: properties, each "
+                    "…; `virtdriver help claims`) and its trait: properties, each "
                     "with the property behind it, and the query Placement "
                     "accepts (required=A,B,!C).  Exit 0, 2 unusable "
                     "input (a value no trait expresses).")
@@ -385,13 +405,15 @@ def _add_placement(commands) -> None:
         help="the embedded Placement: serve it on loopback",
         description="`placement serve` serves the state directory's "
                     "embedded Placement (placement.sqlite, what `sync` "
-                    "writes with no Placement named) on 127.0.0.1, noauth2,"
-                    " so `openstack resource provider list` (osc-placement)"
-                    " inspects and cleans it; it prints the commands.  "
-                    "Syncs wait while it runs; SIGINT or SIGTERM stops it "
-                    "(exit 0).  See docs/placement.md.",
+                    "writes with no Placement named) on 127.0.0.1 to this "
+                    "user only (every request needs the token of the run, "
+                    "kept 0600 in the state directory), so `openstack "
+                    "resource provider list` (osc-placement) inspects and "
+                    "cleans it; it prints the commands.  sync and claim run "
+                    "beside it; SIGINT or SIGTERM stops it (exit 0).  See "
+                    "`virtdriver help placement`.",
         action_help="serve the embedded Placement on 127.0.0.1")
-    serve_cmd.add_argument("--port", type=int, default=0, metavar="PORT",
+    serve_cmd.add_argument("--port", type=_port, default=0, metavar="PORT",
                            help="port on 127.0.0.1 (default: any free one; "
                                 "the URL is printed)")
     serve_cmd.add_argument("--config-file", action="append", default=[],
@@ -410,10 +432,13 @@ def _add_placement_request(commands) -> None:
                     "and IMAGE.json on this tree's shape: a numbered group "
                     "per guest NUMA node, group_policy=isolate, traits on "
                     "the cells or the root, DISK_GB unnumbered, and what "
-                    "the tree cannot express (docs/claims.md).  With "
-                    "--placement-url, Placement's candidates.  Exit 0, 2 "
+                    "the tree cannot express (`virtdriver help claims`).  "
+                    "With "
+                    "--placement-url, Placement's candidates; with "
+                    "--driver (and its options, as report takes them), "
+                    "also each class no provider of the node can ever "
+                    "hold (why it can offer no candidate).  Exit 0, 2 "
                     "unusable input, 3 Placement unreachable.")
-    _add_debug(cmd)
     cmd.add_argument("--flavor", required=True, metavar="FLAVOR.json",
                      help="{\"vcpus\", \"memory_mb\", \"extra_specs\", "
                           "\"root_gb\", \"ephemeral_gb\", \"swap\"}")
@@ -425,7 +450,13 @@ def _add_placement_request(commands) -> None:
                           "and print its candidates")
     cmd.add_argument("--limit", type=int, metavar="N",
                      help="ask for at most N candidates")
-    _add_text_or_json(cmd)
+    cmd.add_argument("--node", metavar="NAME",
+                     help="with --driver: the node whose providers are "
+                          "checked (default: the driver's only node)")
+    _add_driver_selection(cmd)
+    # No host is read unless a driver is named (--driver, or an option
+    # of one: then libvirt, as elsewhere).
+    cmd.set_defaults(driver=None)
 
 
 def _add_node_status(commands) -> None:
@@ -449,13 +480,12 @@ def _add_node_status(commands) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``virtdriver`` command."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="virtdriver",
-        description="Virt-driver plugin framework tools.  Exit status: 0 "
-                    "ok, 1 refused, a finding or a bug, 2 usage or bad "
-                    "input, 3 libvirt or "
-                    "Placement unreachable or a lock held too long, 141 "
-                    "output closed early (e.g. `| head`); docs/exit-codes.md.")
+        description="Virt-driver plugin framework tools.  Exit status: "
+                    + ", ".join(f"{status} {meaning}"
+                                for status, meaning in EXIT_STATUSES)
+                    + "; `virtdriver help exit-codes`.")
     _add_globals(parser)
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="COMMAND")
@@ -467,17 +497,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cpu_map(host_cmd)
     explain_cmd = commands.add_parser(
         "explain", help="explain why traits are or are not on this host",
-        description="For each TRAIT: asserted, unasserted, unknown, not "
-                    "ours, provider config or invalid, in one sentence, "
-                    "with the evidence.  With no TRAIT: a table of every "
-                    "trait the driver owns or a provider config file "
-                    "names, one line of evidence each.")
+        description="For each TRAIT, on each provider of the node that "
+                    "has it (the compute node, its NUMA cells): asserted, "
+                    "unasserted, unknown, not ours, provider config, not "
+                    "owned: dropped or invalid, in one sentence, with the "
+                    "evidence.  With no TRAIT: a table of every trait the "
+                    "driver owns or a provider config file names, one row "
+                    "per provider and trait, one line of evidence each.")
     explain_cmd.add_argument("traits", nargs="*", metavar="TRAIT")
+    explain_cmd.add_argument(
+        "--provider", metavar="NAME",
+        help="only this provider of the node (the compute node's name, or "
+             "a NUMA cell's, e.g. HOST_NUMA0)")
     explain_cmd.add_argument(
         "--status", action="append", metavar="STATUS[,STATUS]",
         help="only these statuses (repeatable): asserted, unasserted, "
-             "unknown, owned-not-derived, provider-config, invalid, "
-             "not-ours")
+             "unknown, owned-not-derived, provider-config, "
+             "not-owned-dropped, invalid, not-ours")
     explain_cmd.add_argument(
         "--family", action="append", metavar="FAMILY[,FAMILY]",
         help="only traits of these families (repeatable), e.g. "
@@ -501,7 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "document the driver would read (the guest options "
                     "decide which), the online CPU map, versions and node "
                     "devices into a directory that --snapshot replays; "
-                    "format in docs/snapshots.md.")
+                    "format in `virtdriver help snapshots`.")
     snapshot_cmd.add_argument("-o", "--output", required=True, metavar="DIR",
                               help="directory to write: a new one (created),"
                                    " an empty one, or an earlier snapshot "
@@ -520,7 +556,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "cycle.  SIGHUP reloads the config files at the next "
                     "cycle; SIGTERM/SIGINT stop cleanly (exit 0).  --once: "
                     "one cycle, exit 0 ok, 2 bad input, 3 Placement or "
-                    "libvirt unreachable.  See docs/agent.md.")
+                    "libvirt unreachable.  See `virtdriver help agent`.")
     agent_cmd.add_argument(
         "--placement-url", metavar="URL",
         help="as for sync (default: the [placement] section, else embedded)")
@@ -542,6 +578,14 @@ def build_parser() -> argparse.ArgumentParser:
                             help="write it to FILE (default: stdout)")
     _add_placement(commands)
     _add_node_status(commands)
+    help_cmd = commands.add_parser(
+        "help", help="print a document installed with virtdriver",
+        description="With no TOPIC, list the documents; with one, print "
+                    "it (the Markdown of the project's TOPIC.md).  "
+                    "Messages that send you to a document name its topic.")
+    _add_debug(help_cmd)
+    help_cmd.add_argument("topic", nargs="?", metavar="TOPIC",
+                          help="e.g. configuration, exit-codes, claims")
     completion_cmd = commands.add_parser(
         "completion", help="print a shell completion script",
         description="Print a completion script for SHELL, generated from "

@@ -1,7 +1,9 @@
 """``virtdriver placement-request``: the granular ``GET
 /allocation_candidates`` request for a flavor and an image on this tree's
 shape (``docs/claims.md``), and with ``--placement-url`` Placement's
-candidates for it.  No host is read.
+candidates for it.  No host is read unless a driver is named: then each
+class no provider of the chosen node can ever hold is shown (the reason
+that host can offer no candidate).
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from virtdriver.render.placement_request import render_placement_request
 COMMANDS = ("placement-request",)
 
 
-def run_placement_request(args: argparse.Namespace,
+def run_placement_request(args: argparse.Namespace, conf=None,
                           out: TextIO | None = None) -> int:
-    """Print the request (and the candidates); 0, 2 bad input, 3
-    Placement unreachable."""
+    """Print the request (and the candidates, and with a driver what the
+    node cannot hold); 0, 2 bad input, 3 Placement unreachable."""
     out = out or sys.stdout
     flavor = flavor_from_document(
         load_data_file(args.flavor, "flavor", CommandError), args.flavor)
@@ -38,6 +40,9 @@ def run_placement_request(args: argparse.Namespace,
     except (InvalidRequest, InvalidImage) as exc:
         raise CommandError(f"{args.flavor} with {args.image}: {exc}") \
             from None
+    host = None
+    if getattr(args, "driver", None):
+        host = _node_shortfalls(args, conf, request)
     body = None
     if args.placement_url:
         # Imported here: the Placement client pulls in keystoneauth1.
@@ -45,5 +50,19 @@ def run_placement_request(args: argparse.Namespace,
         from virtdriver.placement.client import PlacementClient
         client = PlacementClient.from_url(placement_url(args.placement_url))
         body = allocation_candidates(client, request)
-    out.write(render_placement_request(request, body, args.format))
+    out.write(render_placement_request(request, body, args.format, host))
     return 0
+
+
+def _node_shortfalls(args: argparse.Namespace, conf, request):
+    """``(node, shortfalls)``: what the chosen node's tree cannot hold."""
+    from virtdriver.claims.host_offer import shortfalls
+    from virtdriver.cli.loading import chosen_node, host_tree, started_driver
+    driver = started_driver(args, conf)
+    nodename = chosen_node(driver, args)
+    tree = host_tree(driver, args.driver, conf)
+    inventories = {
+        provider["name"]: provider["inventories"]
+        for provider in tree.to_json()["providers"]
+        if provider["root_provider_uuid"] == tree.data(nodename).uuid}
+    return nodename, shortfalls(request, inventories)

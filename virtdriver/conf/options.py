@@ -37,9 +37,14 @@ from virtdriver.conf.defaults import (
     VIRT_TYPES,
     state_dir_from,  # noqa: F401 (re-exported)
 )
+from virtdriver.conf.reader import sources
+from virtdriver.conf.substitution import (
+    SUBSTITUTION_ERRORS, raw_culprits, substitution_problems,
+    substitution_reason)
 from virtdriver.conf.files import (
     file_problems, known_options, unknown_options)
 from virtdriver.conf.reader import ConfigError
+from virtdriver.conf.trust import untrusted_config
 
 COMPUTE_OPTS = [
     cfg.StrOpt(
@@ -98,6 +103,12 @@ LIBVIRT_OPTS = [
         "connection_uri", default="",
         help="libvirt URI to open. Empty: qemu:///system if a daemon "
              "answers, else qemu:///embed, else test:///default."),
+    cfg.StrOpt(
+        "nodedev_uri", default="",
+        help="libvirt URI to read host devices from when connection_uri "
+             "has no node-device API (qemu:///embed). Empty: "
+             "nodedev:///system for root, else nodedev:///session; if no "
+             "daemon answers, devices are unknown (none added or removed)."),
     cfg.StrOpt(
         "virt_type", choices=VIRT_TYPES,
         help="Guest virt type. Unset: kvm when libvirt offers kvm guests "
@@ -209,11 +220,14 @@ def make_conf(args: Sequence[str] | None = None,
     and :func:`virtdriver.conf.pinning_config` report bad ones.
 
     Raises:
-        ConfigError: a file is missing, a directory, unreadable, not UTF-8
+        ConfigError: a file or directory another user could write
+            (:mod:`virtdriver.conf.trust`); a file is missing, a
+            directory, unreadable, not UTF-8
             or not INI syntax, a config directory is not one, or a file
             sets an option virtdriver does not have in a section
             virtdriver owns (see :mod:`virtdriver.conf.files`); every such
-            problem is listed.
+            problem is listed.  A value whose ``$`` names no option
+            (:mod:`virtdriver.conf.substitution`).
     """
     conf = cfg.ConfigOpts()
     register_opts(conf)
@@ -223,6 +237,10 @@ def make_conf(args: Sequence[str] | None = None,
                 "directory; check the --config-dir path"
                 for path in dirs if not os.path.isdir(path)]
     files_of_dirs = [] if problems else dir_files(dirs)
+    # Before reading a byte: configuration others could write is refused.
+    refused = untrusted_config(files, dirs, files_of_dirs)
+    if refused:
+        raise ConfigError(problems + refused)
     problems += [problem for path in files + files_of_dirs
                  for problem in file_problems(path)]
     if problems:
@@ -242,6 +260,11 @@ def make_conf(args: Sequence[str] | None = None,
     except cfg.ConfigFileParseError as exc:
         raise ConfigError([f"{exc.config_file} is not an INI file: "
                            f"{exc.msg}; fix its syntax"]) from None
+    except SUBSTITUTION_ERRORS as exc:  # oslo.log's options, read here
+        where = ", ".join(raw_culprits(files + files_of_dirs, exc))
+        raise ConfigError([f"{where or 'an option'}: "
+                           f"{substitution_reason(exc)}"],
+                          files + files_of_dirs) from None
     except (OSError, UnicodeDecodeError) as exc:
         # Changed since file_problems() looked, or a locale that is not
         # UTF-8: oslo opens files in the locale's encoding.
@@ -258,4 +281,7 @@ def make_conf(args: Sequence[str] | None = None,
                 for problem in unknown_options(path, known)]
     if problems:  # each names its file
         raise ConfigError(problems)
+    problems = substitution_problems(conf)
+    if problems:
+        raise ConfigError(problems, sources(conf))
     return conf

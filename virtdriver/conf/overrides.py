@@ -56,12 +56,24 @@ def apply_overrides(conf: cfg.ConfigOpts, values: Mapping[str, Any]) -> None:
         if value is None:
             continue
         if isinstance(value, (list, tuple)):
-            value = ["=".join(item) if isinstance(item, tuple) else item
-                     for item in value]
+            value = [literal("=".join(item) if isinstance(item, tuple)
+                              else item) for item in value]
+        else:
+            value = literal(value)
         try:
             conf.set_override(name, value, group=group)
         except ValueError as exc:
+            # The type's message quotes the value as given, not doubled.
+            reason = str(exc).replace("$$", "$")
             problems.append(f"{flag(dest)} ({option_name(group, name)}): "
-                            f"{exc}; correct it (see {DOCS})")
+                            f"{reason}; correct it (see {DOCS})")
     if problems:
         raise ConfigError(problems)
+
+
+def literal(value: Any) -> Any:
+    """``value`` as oslo.config reads it back unchanged: a command-line
+    value is no template, so its ``$`` is doubled (oslo.config would
+    substitute an option named after it, and fail on a name that is
+    none)."""
+    return value.replace("$", "$$") if isinstance(value, str) else value

@@ -26,7 +26,6 @@ the ``password`` plugin's, and a file may use any installed plugin's.
 from __future__ import annotations
 
 import math
-import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -36,7 +35,10 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 from virtdriver.conf.reader import (
-    DOCS, ConfigError, option_name, value_reason)
+    DOCS, ConfigError, option_name, sources, value_reason)
+from virtdriver.conf.substitution import (
+    SUBSTITUTION_ERRORS, substitution_reason)
+from virtdriver.placement.endpoint import EXAMPLE, endpoint_problem
 
 if TYPE_CHECKING:
     from virtdriver.placement.client import PlacementClient
@@ -158,45 +160,53 @@ def _no_userinfo(url: str | None) -> None:
 
 def check_values(conf: cfg.ConfigOpts) -> None:
     """Refuse ``[placement]`` values that cannot work, where they are read:
-    one that is not of its option's type (``timeout = abc``), a
-    ``timeout`` that is not a number of seconds above 0, an
-    ``endpoint_override`` that is not an http(s) URL with a host.
+    one that is not of its option's type (``timeout = abc``,
+    ``insecure = maybe``, ``tls_min_version = SSLv2``), a ``timeout``
+    that is not a number of seconds above 0, an ``endpoint_override``
+    that is not an http(s) URL with a host or holds a ``%``
+    (:func:`~virtdriver.placement.endpoint.endpoint_problem`).
 
     Raises:
         ConfigError: one line per bad value, naming option and value.
     """
     group = conf[GROUP]
     problems = []
-    for name in ("timeout", "endpoint_override"):
+    for name in group:  # the session's and the adapter's options
         try:
             getattr(group, name)
         except cfg.ConfigFileValueError as exc:
             problems.append(f"{option_name(GROUP, name)}: "
-                            f"{value_reason(exc)}; correct it (see {DOCS})")
+                            f"{value_reason(exc)}; {_allowed(name)}")
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(problems, sources(conf))
     timeout = group.timeout
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         problems.append(f"{option_name(GROUP, 'timeout')} = {timeout:g} is "
                         "not a number of seconds above 0; give e.g. 30")
     url = group.endpoint_override
-    if url and not _http_url(url):
+    problem = url and endpoint_problem(url)
+    if problem:
         problems.append(
-            f"{option_name(GROUP, 'endpoint_override')} = {url!r} is not an "
-            "http:// or https:// URL with a host; give Placement's "
-            "endpoint, e.g. http://placement.example:8778")
+            f"{option_name(GROUP, 'endpoint_override')} = {url!r} {problem}; "
+            f"give Placement's endpoint, e.g. {EXAMPLE}")
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(problems, sources(conf))
 
 
-def _http_url(url: str) -> bool:
-    try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 (a port that is not a number raises)
-    except ValueError:
-        return False
-    return (parts.scheme in ("http", "https") and bool(parts.hostname)
-            and " " not in url)
+def _allowed(name: str) -> str:
+    """What ``[placement] name`` accepts, as the fix for a bad value."""
+    opt = next((opt for opt in (
+        *ks_loading.get_session_conf_options(),
+        *ks_loading.get_adapter_conf_options(include_deprecated=True))
+        if opt.dest == name), None)
+    choices = getattr(getattr(opt, "type", None), "choices", None)
+    if isinstance(opt, cfg.BoolOpt):
+        return "set it to true or false"
+    if choices:
+        named = [str(choice) for choice in choices if choice is not None]
+        return (f"set it to {' or '.join(named)}"
+                + (", or leave it unset" if None in choices else ""))
+    return f"correct it (see {DOCS})"
 
 
 def placement_adapter(conf: cfg.ConfigOpts) -> ks_adapter.Adapter:
@@ -229,6 +239,10 @@ def placement_adapter(conf: cfg.ConfigOpts) -> ks_adapter.Adapter:
         raise ConfigError([
             f"[{GROUP}] auth_type = {group.auth_type or '(auth_section)'} "
             f"needs {names}; set {them} (see {DOCS})"]) from None
+    except SUBSTITUTION_ERRORS as exc:  # an auth plugin's option: pa$word
+        raise ConfigError([f"[{GROUP}] (auth_type = {group.auth_type}): "
+                           f"{substitution_reason(exc)}"],
+                          sources(conf)) from None
     except (TypeError, ValueError) as exc:
         raise ConfigError([f"[{GROUP}]: {exc}; correct it (see {DOCS})"]) \
             from None

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 #: Where every option is described, for "what to do" hints.
-DOCS = "docs/configuration.md"
+DOCS = "`virtdriver help configuration`"
 
 
 class ConfigError(ValueError):

@@ -132,6 +132,14 @@ class ProviderTreeLike(Protocol):
         """Replace ``provider``'s traits; return whether they changed."""
         ...
 
+    def add_traits(self, provider: str, *traits: str) -> None:
+        """Add ``traits`` to ``provider``'s (Nova's call)."""
+        ...
+
+    def remove_traits(self, provider: str, *traits: str) -> None:
+        """Remove ``traits`` from ``provider``'s (Nova's call)."""
+        ...
+
 
 @dataclass(frozen=True)
 class NodeCapabilities:
@@ -269,6 +277,24 @@ class ComputeDriver(abc.ABC):
             HypervisorUnavailable: the hypervisor does not answer now.
         """
 
+    def provider_traits(self, nodename: str) -> Mapping[str, TraitReport]:
+        """The trait report each of ``nodename``'s providers follows, by
+        provider name, the root (``nodename``) first — what ``virtdriver
+        explain`` explains, provider by provider.
+
+        The default: the root follows :meth:`node_capabilities`' report
+        (nothing when it has none).  A driver that puts traits on child
+        providers (NUMA cells, devices) overrides it with the split its
+        :meth:`update_provider_tree` applies, each report with the
+        evidence for that provider.
+
+        Raises:
+            NodeNotFoundError: ``nodename`` is not one of this driver's
+                nodes.
+        """
+        report = self.node_capabilities(nodename).traits
+        return {} if report is None else {nodename: report}
+
     def cleanup_host(self, host: str) -> None:
         """Release what :meth:`init_host` acquired; called at shutdown.
 
@@ -276,8 +302,9 @@ class ComputeDriver(abc.ABC):
         """
         return None
 
-    def ownership_for(self, nodename: str) -> Ownership:
-        """What the driver owns on ``nodename``'s providers.
+    def ownership_for(self, nodename: str) -> Ownership | None:
+        """What the driver owns on ``nodename``'s providers; ``None``: not
+        declared (the traits it set itself, class doc).
 
         The default is :attr:`ownership`, the same for every node; drivers
         whose ownership differs per node (a bare-metal driver whose nodes

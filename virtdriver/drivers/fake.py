@@ -6,8 +6,9 @@ turned into the same host model libvirt gives, so resources, traits and
 the provider tree come out of the code the libvirt driver uses; domain
 capabilities are not described, so traits read from them are unknown
 (left alone), and guests see the described CPU (``host-passthrough``)
-unless ``[libvirt] cpu_mode`` says otherwise.  Extra traits in the
-description are owned and asserted.
+unless ``[libvirt] cpu_mode`` says otherwise.  A described ``disk_gb`` is
+the root's ``DISK_GB``, with the disk options applied as for libvirt.
+Extra traits in the description are owned and asserted.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from virtdriver.capabilities.traits.derive import TraitReport, derive_traits
 from virtdriver.capabilities.traits.model import (
     DerivationInputs, Evidence, TraitFamily, TraitResult, TraitState)
 from virtdriver.capabilities.traits.ownership import Ownership
+from virtdriver.conf.disk import DiskConfig, disk_config
 from virtdriver.conf.guest import trait_config
 from virtdriver.conf.pinning import PinningConfig, pinning_config
 from virtdriver.conf.reader import ConfigError
@@ -33,7 +35,7 @@ from virtdriver.drivers.fake_host import (
     FakeHostError, FakeHostSpec, load_spec, spec_from_dict)
 from virtdriver.drivers.host_resources import (
     HostResourceError, HostResources, host_resources)
-from virtdriver.drivers.host_tree import publish_host
+from virtdriver.drivers.host_tree import provider_reports, publish_host
 from virtdriver.drivers.identity import root_uuid
 
 if TYPE_CHECKING:
@@ -71,6 +73,7 @@ class FakeDriver(ComputeDriver):
         self._spec: FakeHostSpec | None = None
         self._config: TraitConfig | None = None
         self._pinning: PinningConfig | None = None
+        self._disk: DiskConfig | None = None
 
     @property
     def ownership(self) -> Ownership:
@@ -101,6 +104,7 @@ class FakeDriver(ComputeDriver):
             self._config = (config if config.cpu_mode else dataclasses.replace(
                 config, cpu_mode="host-passthrough"))
             self._pinning = pinning_config(self._conf)
+            self._disk = disk_config(self._conf)
         except ConfigError as exc:
             raise DriverError(f"fake driver options: {exc}") from exc
         overlap = sorted(self._spec.traits
@@ -124,7 +128,8 @@ class FakeDriver(ComputeDriver):
             "arch": spec.arch, "numa_cells": spec.cells,
             "cores_per_cell": spec.cores_per_cell,
             "threads_per_core": spec.threads_per_core,
-            "memory_mb_per_cell": spec.memory_mb_per_cell})
+            "memory_mb_per_cell": spec.memory_mb_per_cell,
+            "disk_gb": spec.disk_gb})
 
     def update_provider_tree(self, tree: ProviderTreeLike, nodename: str,
                              allocations: Mapping[str, Any] | None = None
@@ -135,7 +140,15 @@ class FakeDriver(ComputeDriver):
         publish_host(tree, nodename, host=spec.host_capabilities(),
                      resources=self._resources(), report=self._report(),
                      node_uuid=root_uuid(self.root_uuid_kind, nodename),
+                     disk_gb=spec.disk_gb, disk=self._disk,
                      nested=self._nested)
+
+    def provider_traits(self, nodename: str) -> Mapping[str, TraitReport]:
+        """The report each provider follows, as the tree publishes them
+        (:func:`~..host_tree.provider_reports`)."""
+        self.require_node(nodename)
+        return provider_reports(nodename, self._ready().host_capabilities(),
+                                self._report(), nested=self._nested)
 
     def node_resources(self, nodename: str) -> HostResources:
         """The described host's cells, as the tree publishes them."""

@@ -14,6 +14,7 @@ A description (every key optional but ``cells``)::
     threads_per_core: 2
     memory_mb_per_cell: 32768
     pages_per_cell: {2048: 1024, 1048576: 4}   # page size KiB -> count
+    disk_gb: 500              # the root's DISK_GB (default: none)
     traits: [CUSTOM_RACK_7]   # extra traits the driver owns and asserts
     capabilities: {supports_multiattach: true}
 
@@ -52,7 +53,8 @@ from virtdriver.drivers.data_files import (
 from virtdriver.providers.record import MAX_NAME_LENGTH
 
 _KEYS = {"name", "arch", "cpu", "cells", "cores_per_cell", "threads_per_core",
-         "memory_mb_per_cell", "pages_per_cell", "traits", "capabilities"}
+         "memory_mb_per_cell", "pages_per_cell", "disk_gb", "traits",
+         "capabilities"}
 _CPU_KEYS = {"model", "vendor", "features"}
 _BASE_PAGE_KIB = 4
 _DIGITS = re.compile(r"[0-9]+")
@@ -83,6 +85,7 @@ class FakeHostSpec:
     memory_mb_per_cell: int = 8192
     pages_per_cell: Mapping[int, int] = field(
         default_factory=lambda: MappingProxyType({}))
+    disk_gb: int | None = None
     traits: frozenset[str] = frozenset()
     capabilities: Mapping[str, bool] = field(
         default_factory=lambda: MappingProxyType({}))
@@ -193,6 +196,9 @@ def spec_from_dict(data: Mapping[str, Any], source: str = "<dict>"
         cells=cells, cores_per_cell=cores, threads_per_core=threads,
         memory_mb_per_cell=memory_mb,
         pages_per_cell=MappingProxyType(pages),
+        disk_gb=(None if data.get("disk_gb") is None else _count(
+            source, "disk_gb", data["disk_gb"], minimum=0,
+            maximum=MAX_TOTAL)),
         traits=_traits(source, data.get("traits", [])),
         capabilities=MappingProxyType(_capabilities(
             source, _mapping(source, "capabilities", data))),
@@ -315,7 +321,7 @@ def _capabilities(source: str, value: Mapping[Any, Any]) -> dict[str, bool]:
                 f"{source}: capabilities: {name!r} is not a driver "
                 "capability; " + (f"did you mean {close[0]!r}?" if close
                                   else "names are supports_*, as in "
-                                  "docs/traits.md"))
+                                  "`virtdriver help traits`"))
         if not isinstance(flag, bool):
             raise FakeHostError(f"{source}: capabilities.{name} must be true "
                                 f"or false, not {kind_of(flag)}; write it "

@@ -27,9 +27,11 @@ Rules (Nova's where Nova has one):
   is an error unless no cell states its memory.
 * **Pages.**  The smallest page size of a cell (4 KiB on x86, 64 KiB on
   some arm64 and ppc64 hosts) is reported apart, as ``small_pages``;
-  every larger size is in ``huge_pages``.  ``reserved_huge_pages`` may
-  reserve either kind; each entry must name a cell and a page size the
-  host has, and no more pages than the cell has.
+  every larger size is in ``huge_pages``.  Memory held in huge pages is
+  not small-page memory: a cell's ``small_memory_mb`` is its memory less
+  its huge pages' (the ``MEMORY_MB`` it offers), never both.
+  ``reserved_huge_pages`` may reserve either kind; each entry must name a
+  cell and a page size the host has, and no more pages than the cell has.
 """
 
 from __future__ import annotations
@@ -59,8 +61,12 @@ class HostResourceError(ValueError):
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = tuple(problems)
-        super().__init__("the configuration does not fit this host:"
-                         + "".join(f"\n  - {p}" for p in self.problems))
+        # One problem: one line; several: each on its own line below.
+        super().__init__(
+            f"the configuration does not fit this host: {problems[0]}"
+            if len(self.problems) == 1 else
+            "the configuration does not fit this host:"
+            + "".join(f"\n  - {p}" for p in self.problems))
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,10 +110,43 @@ class CellResources:
 
     @property
     def memory_mb(self) -> int | None:
-        """Memory guests may use (MiB); ``None`` if unknown."""
+        """Memory guests may use (MiB), huge pages included; ``None`` if
+        unknown."""
         if self.total_memory_mb is None:
             return None
         return self.total_memory_mb - self.reserved_memory_mb
+
+    @property
+    def huge_memory_mb(self) -> int:
+        """MiB the cell's huge pages hold (reserved ones included)."""
+        return sum(p.total * p.size_kib
+                   for p in self.huge_pages.values()) // 1024
+
+    @property
+    def small_memory_mb(self) -> int | None:
+        """The cell's small-page memory (MiB), before any reservation:
+        its memory less what its huge pages hold, and no more than its
+        small pages hold when libvirt lists them; ``None`` if unknown."""
+        if self.total_memory_mb is None:
+            return None
+        total = self.total_memory_mb - self.huge_memory_mb
+        if self.small_pages is not None:
+            total = min(total, self.small_pages.total
+                        * self.small_pages.size_kib // 1024)
+        return max(total, 0)
+
+    @property
+    def small_capacity_mb(self) -> int | None:
+        """Small-page memory guests may use (MiB): :attr:`small_memory_mb`
+        less ``reserved_host_memory_mb``'s share and the small pages
+        ``reserved_huge_pages`` keeps; ``None`` if unknown."""
+        if self.memory_mb is None:
+            return None
+        capacity = self.memory_mb - self.huge_memory_mb
+        if self.small_pages is not None:
+            capacity = min(capacity, self.small_pages.available
+                           * self.small_pages.size_kib // 1024)
+        return max(capacity, 0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,7 +110,7 @@ class IronicDriver(ComputeDriver):
                 "ironic driver: no node inventory file; pass "
                 "inventory_path='/etc/virtdriver/nodes.yaml' (on the command "
                 "line: --inventory FILE), JSON or YAML, see "
-                "docs/ironic-driver.md")
+                "`virtdriver help ironic-driver`")
         self._path = pathlib.Path(inventory_path)
         self._reports = NodeReports(_image_type_exclude_list(conf),
                                     str(self._path))

@@ -253,7 +253,7 @@ def _node(raw: Any, where: str) -> BareMetalNode:
             "provision state; " + (f"did you mean {close[0]!r}?" if close
                                    else "use one such as 'available', "
                                    "'active', 'manageable' or 'enroll' "
-                                   "(docs/ironic-driver.md lists them)"))
+                                   "(`virtdriver help ironic-driver` lists them)"))
     rc = _checked_resource_class(raw.get("resource_class"), where)
     if "traits" in raw and "trait_changes" in raw:
         raise InventoryError(f"{where}: give either traits (the full list) "

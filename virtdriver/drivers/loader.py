@@ -19,6 +19,7 @@ that has none is refused when the driver is loaded, naming it.
 
 from __future__ import annotations
 
+import difflib
 import importlib.metadata
 import inspect
 from collections.abc import Callable, Iterable, Mapping
@@ -54,10 +55,12 @@ class UnknownDriverError(DriverError, LookupError):
         self.name = name
         self.available = tuple(sorted(set(available)))
         names = ", ".join(self.available) or "none are installed"
+        close = difflib.get_close_matches(name, self.available, n=1)
+        guess = f"did you mean {close[0]!r}? " if close else ""
         super().__init__(
             f"no virt driver named {name!r} in entry-point namespace "
-            f"{NAMESPACE!r}; available: {names}.  Choose one of those, or "
-            "install the distribution that provides it")
+            f"{NAMESPACE!r}; {guess}available: {names}.  Choose one of "
+            "those, or install the distribution that provides it")
 
 
 class DriverLoadError(DriverError):
@@ -310,7 +313,7 @@ def _fit(cls: type, offered: Mapping[str, Any]
         f"its constructor {cls.__qualname__}{signature} requires {names}, "
         f"which virtdriver does not pass (it offers this driver: {given}, "
         "by keyword); give each such parameter a default, reading the "
-        "setting from conf (docs/driver-authors.md)")
+        "setting from conf (`virtdriver help driver-authors`)")
 
 
 def _construct(name: str, cls: type[ComputeDriver],

@@ -4,7 +4,10 @@ in tests without a hypervisor.
 It answers the calls :mod:`virtdriver.drivers.libvirt` makes from a
 :class:`HostDocuments` (capabilities, domain capabilities, CPU map,
 versions, node devices), with libvirt's constants and libvirt's errors,
-and lets a test inject faults, drop connections and take CPUs offline::
+runs domains on it (:mod:`.domain_api`, :mod:`.domain`, :mod:`.guests`,
+events through :mod:`.event_loop`), raises ``VIR_ERR_NO_SUPPORT`` for every
+other call libvirt-python has (:mod:`.api_table`), and lets a test inject
+faults, drop connections and take CPUs offline::
 
     from virtdriver import fakelibvirt
     host = fakelibvirt.register_host("h1", documents)
@@ -31,10 +34,19 @@ from virtdriver.fakelibvirt import constants as _constants
 from virtdriver.fakelibvirt.constants import *  # noqa: F403
 from virtdriver.fakelibvirt.documents import DomainCapsKey, HostDocuments
 from virtdriver.fakelibvirt.errors import libvirtError, registerErrorHandler
-from virtdriver.fakelibvirt.events import (
-    virEventRegisterDefaultImpl, virEventRunDefaultImpl)
+from virtdriver.fakelibvirt import domain_constants as _domain_constants
+from virtdriver.fakelibvirt.domain_constants import *  # noqa: F403
+from virtdriver.fakelibvirt.domain import virDomain
+from virtdriver.fakelibvirt.event_loop import (
+    virEventAddTimeout, virEventInvokeFreeCallback, virEventRegisterDefaultImpl,
+    virEventRemoveTimeout, virEventRunDefaultImpl, virEventUpdateTimeout)
 from virtdriver.fakelibvirt.faults import Fault
+from virtdriver.fakelibvirt.module_api import (
+    getVersion, openAuth, virGetLastError, virGetLastErrorCode,
+    virGetLastErrorDomain, virGetLastErrorMessage, virInitialize,
+    virResetLastError)
 from virtdriver.fakelibvirt.nodedev import virNodeDevice
+from virtdriver.fakelibvirt.nodedev_state import node_devices
 from virtdriver.fakelibvirt.swap import use_fakelibvirt
 
 #: Plan a fault for every connection (see :meth:`.FaultPlan.fail`).
@@ -48,6 +60,24 @@ __all__ = [  # and every constant of .constants (a star import)
     "openReadOnly", "register_host", "registerErrorHandler", "reset",
     "unregister_host", "use_fakelibvirt", "virConnect",
     "virEventRegisterDefaultImpl", "virEventRunDefaultImpl",
-    "virNodeDevice",
+    "virEventAddTimeout", "virEventUpdateTimeout", "virEventRemoveTimeout",
+    "virEventInvokeFreeCallback", "getVersion", "openAuth", "virDomain",
+    "virGetLastError", "virGetLastErrorCode", "virGetLastErrorDomain",
+    "virGetLastErrorMessage", "virInitialize", "virResetLastError",
+    "virNodeDevice", "node_devices",
     *(name for name in dir(_constants) if name.startswith("VIR_")),
+    *(name for name in dir(_domain_constants) if name.startswith("VIR_")),
 ]
+
+
+def __dir__() -> list[str]:
+    """The package's names and every libvirt-python name it answers."""
+    from virtdriver.fakelibvirt.api_table import CONSTANTS, MODULE_FUNCTIONS
+    return sorted({*globals(), *CONSTANTS, *MODULE_FUNCTIONS})
+
+
+def __getattr__(name: str):
+    """Any other ``VIR_*`` constant of libvirt-python; any other module
+    call of libvirt-python raises ``VIR_ERR_NO_SUPPORT`` when called."""
+    from virtdriver.fakelibvirt.api_table import module_attribute
+    return module_attribute(name)

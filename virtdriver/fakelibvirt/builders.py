@@ -29,12 +29,22 @@ from virtdriver.fakelibvirt.domcaps_builder import (
 from virtdriver.fakelibvirt.host_builder import (
     Cell, CPUPlace, GuestSpec, HostBuilder, Machine)
 from virtdriver.fakelibvirt.nodedev_builder import (
-    MdevType, NodeDevice, mdev_device, pci_device, pci_name)
+    VPD, MdevType, NodeDevice, computer_device, mdev_device, pci_device,
+    pci_name)
+from virtdriver.fakelibvirt.nodedev_check import check_sriov
+from virtdriver.fakelibvirt.nodedev_kinds import (
+    ap_card_device, ap_matrix_device, ap_queue_device, css_device,
+    vdpa_device)
+from virtdriver.fakelibvirt.nodedev_load import (
+    NodeDeviceLoadError, load_node_devices)
 
 __all__ = [
     "CPUModelSpec", "CPUPlace", "Cell", "DomainCapsBuilder", "GuestSpec",
-    "HostBuilder", "HostModel", "Machine", "MdevType", "NodeDevice", "SEV",
-    "host_documents", "mdev_device", "pci_device", "pci_name",
+    "HostBuilder", "HostModel", "Machine", "MdevType", "NodeDevice",
+    "NodeDeviceLoadError", "SEV", "VPD", "ap_card_device",
+    "ap_matrix_device", "ap_queue_device", "computer_device", "css_device",
+    "host_documents", "load_node_devices", "mdev_device", "pci_device",
+    "pci_name", "vdpa_device",
 ]
 
 
@@ -42,7 +52,9 @@ def host_documents(host: HostBuilder | None = None,
                    domcaps: Sequence[DomainCapsBuilder] = (),
                    node_devices: Iterable[NodeDevice] = (), *,
                    lib_version: int = 9000000, version: int = 7002000,
-                   hostname: str = "fakehost") -> HostDocuments:
+                   hostname: str = "fakehost",
+                   computer: NodeDevice | bool = True,
+                   complete_sriov: bool = False) -> HostDocuments:
     """Everything a fake host answers, built from the builders.
 
     Each domain capabilities document answers ``DomainCapsKey(arch,
@@ -51,10 +63,18 @@ def host_documents(host: HostBuilder | None = None,
     the resolved default machine inside the document.  Keys carry
     ``emulator=None`` (the default emulator).
 
+    Node devices get libvirt's root, ``computer`` (``computer=True``: one
+    derived from ``hostname``; a :class:`NodeDevice` of your own; ``False``:
+    none, or the one in ``node_devices``), and must agree on SR-IOV: a VF
+    and its PF present must name each other; with ``complete_sriov`` every
+    VF's PF and every PF's VF must be present too (see
+    :func:`.check_sriov`).
+
     Raises:
         ValueError: two documents for the same call, two node devices of
-            one name, or a document for an (arch, virt type) the host's
-            guests do not offer (libvirt would refuse that call).
+            one name, a VF and PF that disagree, or a document for an
+            (arch, virt type) the host's guests do not offer (libvirt
+            would refuse that call).
     """
     host = HostBuilder() if host is None else host
     offered = {(guest.arch, domain_type) for guest in host.guests
@@ -73,6 +93,12 @@ def host_documents(host: HostBuilder | None = None,
         documents[key] = xml
         documents.setdefault(
             DomainCapsKey(builder.arch, builder.virt_type, None), xml)
+    node_devices = list(node_devices)
+    if computer is not False and not any(d.name == "computer"
+                                         for d in node_devices):
+        node_devices.insert(0, computer if isinstance(computer, NodeDevice)
+                            else computer_device(hostname=hostname))
+    check_sriov(node_devices, complete=complete_sriov)
     devices: dict[str, str] = {}
     for device in node_devices:
         if device.name in devices:

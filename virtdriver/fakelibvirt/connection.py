@@ -23,24 +23,24 @@ from urllib.parse import urlsplit
 
 from virtdriver.capabilities import HostCapabilities, parse_host_capabilities
 from virtdriver.fakelibvirt import cpu
+from virtdriver.fakelibvirt.api_table import Unsupported
 from virtdriver.fakelibvirt.constants import (
     VIR_CONNECT_CLOSE_REASON_EOF,
     VIR_ERR_OPERATION_DENIED,
     VIR_FROM_DOMAIN,
-    VIR_FROM_NODEDEV,
     VIR_FROM_NONE,
 )
 from virtdriver.fakelibvirt.documents import DomainCapsKey, HostDocuments
+from virtdriver.fakelibvirt.domain_api import DomainAPI
 from virtdriver.fakelibvirt.errors import (
     end_of_file,
     invalid_conn,
     make_error,
     no_connect,
-    no_node_device,
     no_support,
 )
 from virtdriver.fakelibvirt.faults import Fault, FaultPlan, raise_for
-from virtdriver.fakelibvirt.nodedev import virNodeDevice, matches_flags
+from virtdriver.fakelibvirt.nodedev_api import NodeDeviceAPI
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -196,17 +196,27 @@ def _api(function: str, domain: int = VIR_FROM_DOMAIN) -> Callable[[F], F]:
     return decorate
 
 
-class virConnect:  # noqa: N801 - libvirt's name
+class virConnect(DomainAPI, NodeDeviceAPI, Unsupported):  # noqa: N801
     """A connection to a :class:`FakeHost`, answering as libvirt would.
 
     Beyond libvirt's calls it has the test controls :meth:`fail`,
-    :meth:`drop`, :meth:`set_online_cpus` and :meth:`calls`.
+    :meth:`drop`, :meth:`set_online_cpus` and :meth:`calls`.  Domains:
+    :class:`.domain_api.DomainAPI`; a call libvirt-python has and the
+    fake lacks raises ``VIR_ERR_NO_SUPPORT`` (:mod:`.api_table`).
     """
+
+    LIBVIRT_CLASS = "virConnect"
 
     def __init__(self, host: FakeHost, *, read_only: bool = False) -> None:
         self.host = host
         self.read_only = read_only
         self.faults = FaultPlan()
+        refused = host.documents.node_devices_error
+        if refused is not None:  # a recorded host whose devices were unknown
+            self.faults.fail("listAllDevices", repeat=True,
+                             error_code=refused.code,
+                             error_domain=refused.domain,
+                             message=refused.message)
         self.closed = False
         self._lock = threading.Lock()
         self._dropped = False
@@ -394,21 +404,6 @@ class virConnect:  # noqa: N801 - libvirt's name
             len(caps.cells) or 1,
             *_topology(caps),
         ]
-
-    @_api("virConnectListAllNodeDevices", VIR_FROM_NODEDEV)
-    def listAllDevices(self, flags: int = 0) -> list[virNodeDevice]:  # noqa: N802
-        """The host's node devices; ``flags`` (``VIR_CONNECT_LIST_NODE_
-        DEVICES_CAP_*``) keep those with one of the capabilities named."""
-        devices = [virNodeDevice(self, name, xml) for name, xml
-                   in sorted(self.host.documents.node_devices.items())]
-        return [d for d in devices if matches_flags(d, flags)]
-
-    @_api("virNodeDeviceLookupByName", VIR_FROM_NODEDEV)
-    def nodeDeviceLookupByName(self, name: str) -> virNodeDevice:  # noqa: N802
-        xml = self.host.documents.node_devices.get(name)
-        if xml is None:
-            raise no_node_device(name)
-        return virNodeDevice(self, name, xml)
 
     @_api("virConnectBaselineCPU")
     def baselineCPU(self, xmlCPUs: Sequence[str],  # noqa: N802, N803

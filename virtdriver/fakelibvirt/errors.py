@@ -74,6 +74,8 @@ class libvirtError(Exception):  # noqa: N801 - libvirt's own name
 
 
 _handler_lock = threading.Lock()
+#: The last error of each thread (``virGetLastError``).
+_last = threading.local()
 _handler: tuple[Callable[[Any, ErrorTuple], None], Any] | None = None
 
 
@@ -93,11 +95,12 @@ def registerErrorHandler(f: Callable[[Any, ErrorTuple], None] | None,
 
 def make_error(code: int, domain: int, message: str, *,
                str1: str | None = None, str2: str | None = None,
-               int1: int = -1) -> libvirtError:
+               int1: int = -1, int2: int = -1) -> libvirtError:
     """A :class:`libvirtError` with a full ``err`` tuple, after telling the
     registered error handler (as libvirt does when it reports)."""
     err: ErrorTuple = (code, domain, message, VIR_ERR_ERROR, str1, str2,
-                       None, int1, -1)
+                       None, int1, int2)
+    _last.err = err
     with _handler_lock:
         handler = _handler
     if handler is not None:

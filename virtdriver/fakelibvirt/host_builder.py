@@ -26,9 +26,10 @@ What follows libvirt, and why:
   ``virCapabilitiesHostNUMAInitFake``, skips offline CPUs explicitly), and
   a thread's sibling list names only online threads.  ``<cpus num>``
   counts the CPUs listed.  Offline CPUs show only in :meth:`cpu_map`.
-* **Pages.** Each cell lists its base page first with ``memory / page
-  size`` pages (libvirt does not subtract huge pages), then every huge
-  page size the host supports, with ``0`` where none are reserved.
+* **Pages.** Each cell lists its base page first with ``(memory - huge
+  pages' memory) / page size`` pages (libvirt's ``virNumaGetPageInfo``
+  subtracts the huge pages from the node's memory), then every huge page
+  size the host supports, with ``0`` where none are reserved.
   ``<host><cpu>`` lists every page size once.
 """
 
@@ -353,7 +354,10 @@ class HostBuilder:
             memory_kib = self._memory_kib(cell)
             sub(cell_el, "memory", memory_kib, unit="KiB")
             base = self._base(cell)
-            sub(cell_el, "pages", memory_kib // base, unit="KiB", size=base)
+            huge_kib = sum(size * count
+                           for size, count in self._huge(cell).items())
+            sub(cell_el, "pages", (memory_kib - huge_kib) // base,
+                unit="KiB", size=base)
             for size, count in self._huge(cell).items():
                 sub(cell_el, "pages", count, unit="KiB", size=size)
             if self.distances is not False:

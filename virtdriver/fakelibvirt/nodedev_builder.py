@@ -1,21 +1,25 @@
-"""Build node device documents (``virNodeDevice.XMLDesc()``): PCI and mdev.
+"""Build node device documents (``virNodeDevice.XMLDesc()``): the
+``computer`` root, PCI (with SR-IOV, mdev types, VPD) and mdev.
 
 The shapes follow libvirt 9.0's node device formatter: ``pci_DDDD_BB_SS_F``
 names, decimal ``<domain>/<bus>/<slot>/<function>``, hex ``id`` attributes,
 ``<capability>`` sub-elements in the order phys_function, virt_functions,
-mdev_types, iommuGroup, numa, pci-express.  mdev devices are named
+mdev_types, vpd, iommuGroup, numa, pci-express.  vDPA, CSS and AP devices
+are in :mod:`.nodedev_kinds`.  mdev devices are named
 ``mdev_<uuid>_<parent address>`` (underscores), as libvirt names them since
 7.3 so the same UUID may exist under two parents.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import uuid as uuid_module
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from lxml import etree
 
 from virtdriver.fakelibvirt._builder_xml import sub, to_xml
+from virtdriver.fakelibvirt.nodedev_mdev import mdev_name
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,60 @@ class MdevType:
     device_api: str = "vfio-pci"
 
 
+@dataclass(frozen=True)
+class VPD:
+    """A PCI device's Vital Product Data (``<capability type='vpd'>``).
+
+    Attributes:
+        name: the product name string.
+        serial_number, part_number, change_level, manufacture_id: the
+            read-only fields libvirt names.
+        vendor_fields: read-only vendor fields by index (``"0"``-``"9"``,
+            ``"A"``-``"Z"``).
+        asset_tag: the read-write asset tag, if any.
+    """
+
+    name: str
+    serial_number: str | None = None
+    part_number: str | None = None
+    change_level: str | None = None
+    manufacture_id: str | None = None
+    vendor_fields: Mapping[str, str] = field(default_factory=dict)
+    asset_tag: str | None = None
+
+
+def computer_device(uuid: str | None = None, *, hostname: str = "fakehost",
+                    vendor: str | None = None, version: str | None = None,
+                    serial: str | None = None,
+                    firmware_vendor: str | None = None,
+                    firmware_version: str | None = None,
+                    release_date: str | None = None) -> NodeDevice:
+    """The root device ``computer`` (``<capability type='system'>``), the
+    parent of every device udev finds under no other.
+
+    ``uuid`` (the system UUID) defaults to one derived from ``hostname``,
+    so a host built twice is the same host.  libvirt writes ``<firmware>``
+    even when it knows nothing of it, as here.
+    """
+    root = etree.Element("device")
+    sub(root, "name", "computer")
+    cap = sub(root, "capability", type="system")
+    hardware = sub(cap, "hardware")
+    for tag, value in (("vendor", vendor), ("version", version),
+                       ("serial", serial)):
+        if value is not None:
+            sub(hardware, tag, value)
+    sub(hardware, "uuid", uuid or str(uuid_module.uuid5(
+        uuid_module.NAMESPACE_DNS, f"computer.{hostname}")))
+    firmware = sub(cap, "firmware")
+    for tag, value in (("vendor", firmware_vendor),
+                       ("version", firmware_version),
+                       ("release_date", release_date)):
+        if value is not None:
+            sub(firmware, tag, value)
+    return NodeDevice("computer", to_xml(root), ("system",), None)
+
+
 def pci_name(address: str) -> str:
     """libvirt's name for the PCI device at ``DDDD:BB:SS.F``."""
     domain, bus, slot, function = _split(address)
@@ -62,7 +120,8 @@ def pci_device(address: str, vendor_id: int, product_id: int, *,
                physical_function: str | None = None,
                virtual_functions: Sequence[str] = (),
                max_vfs: int | None = None,
-               mdev_types: Sequence[MdevType] = ()) -> NodeDevice:
+               mdev_types: Sequence[MdevType] = (),
+               vpd: VPD | None = None) -> NodeDevice:
     """A PCI device (``<capability type='pci'>``).
 
     Args:
@@ -75,6 +134,7 @@ def pci_device(address: str, vendor_id: int, product_id: int, *,
         virtual_functions: addresses of this PF's VFs; ``max_vfs`` is the
             ``maxCount`` (defaults to their number).
         mdev_types: mediated device types this device offers.
+        vpd: its Vital Product Data (listed as capability ``vpd``).
         iommu_group: the group number; the group lists this device only.
     """
     domain, bus, slot, function = _split(address)
@@ -103,14 +163,11 @@ def pci_device(address: str, vendor_id: int, product_id: int, *,
         for vf in virtual_functions:
             _address(vfs, vf)
     if mdev_types:
-        types = sub(cap, "capability", type="mdev_types")
-        for mdev_type in mdev_types:
-            type_el = sub(types, "type", id=mdev_type.id)
-            if mdev_type.name:
-                sub(type_el, "name", mdev_type.name)
-            sub(type_el, "deviceAPI", mdev_type.device_api)
-            sub(type_el, "availableInstances", mdev_type.available_instances)
+        mdev_types_element(cap, mdev_types)
         caps.append("mdev_types")
+    if vpd is not None:
+        _vpd(sub(cap, "capability", type="vpd"), vpd)
+        caps.append("vpd")
     if iommu_group is not None:
         _address(sub(cap, "iommuGroup", number=iommu_group), address)
     if numa_node is not None:
@@ -123,8 +180,7 @@ def mdev_device(uuid: str, mdev_type: str, parent_address: str, *,
                 driver: str = "vfio_mdev") -> NodeDevice:
     """A mediated device created from ``mdev_type`` on a PCI parent."""
     parent = pci_name(parent_address)
-    suffix = parent.removeprefix("pci_")
-    name = f"mdev_{uuid.replace('-', '_')}_{suffix}"
+    name = mdev_name(uuid, _canonical(parent_address))
     root = etree.Element("device")
     sub(root, "name", name)
     sub(root, "path",
@@ -134,8 +190,37 @@ def mdev_device(uuid: str, mdev_type: str, parent_address: str, *,
     cap = sub(root, "capability", type="mdev")
     sub(cap, "type", id=mdev_type)
     sub(cap, "uuid", uuid)
+    sub(cap, "parent_addr", _canonical(parent_address))
     sub(cap, "iommuGroup", number=iommu_group)
     return NodeDevice(name, to_xml(root), ("mdev",), parent)
+
+
+def mdev_types_element(parent: etree._Element,
+                       mdev_types: Sequence[MdevType]) -> None:
+    """Append ``<capability type='mdev_types'>`` listing ``mdev_types``."""
+    types = sub(parent, "capability", type="mdev_types")
+    for mdev_type in mdev_types:
+        type_el = sub(types, "type", id=mdev_type.id)
+        if mdev_type.name:
+            sub(type_el, "name", mdev_type.name)
+        sub(type_el, "deviceAPI", mdev_type.device_api)
+        sub(type_el, "availableInstances", mdev_type.available_instances)
+
+
+def _vpd(cap: etree._Element, vpd: VPD) -> None:
+    sub(cap, "name", vpd.name)
+    readonly = sub(cap, "fields", access="readonly")
+    for tag, value in (("change_level", vpd.change_level),
+                       ("manufacture_id", vpd.manufacture_id),
+                       ("part_number", vpd.part_number),
+                       ("serial_number", vpd.serial_number)):
+        if value is not None:
+            sub(readonly, tag, value)
+    for index, value in sorted(vpd.vendor_fields.items()):
+        sub(readonly, "vendor_field", value, index=index)
+    if vpd.asset_tag is not None:
+        sub(sub(cap, "fields", access="readwrite"), "asset_tag",
+            vpd.asset_tag)
 
 
 def _split(address: str) -> tuple[int, int, int, int]:

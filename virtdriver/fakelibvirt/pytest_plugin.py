@@ -10,6 +10,10 @@ virtdriver gets them:
 * ``fake_libvirt_host`` — ``fake_libvirt_host(documents, name="host1")``
   serves a :class:`~virtdriver.fakelibvirt.HostDocuments` at
   ``fake:///<name>`` for the test and returns that URI.
+* ``fakelibvirt_event_loop`` — fakelibvirt's default event loop
+  registered and run by a thread for the test, as a libvirt-python
+  program runs libvirt's; yields ``drain(timeout=60)``, which waits until
+  every event so far has been delivered.
 
 The ini option ``fakelibvirt_packages`` (one package a line) names
 packages whose ``libvirt`` globals are rebound *besides* ``virtdriver``'s,
@@ -55,7 +59,7 @@ def fakelibvirt(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
     """``libvirt`` is fakelibvirt for this test; yields the module."""
     packages = swapped_packages(
         request.config.getini("fakelibvirt_packages"))
-    with use_fakelibvirt(packages) as module:
+    with use_fakelibvirt(packages, warn_real=True) as module:
         if importlib.util.find_spec(BUILDERS) is not None:
             importlib.import_module(BUILDERS)
         try:
@@ -78,3 +82,13 @@ def fake_libvirt_host(fakelibvirt: ModuleType
     yield serve
     for name in names:
         unregister_host(name)
+
+
+@pytest.fixture
+def fakelibvirt_event_loop() -> Iterator[Callable[..., bool]]:
+    """fakelibvirt's event loop run by a thread for the test; yields
+    :func:`~virtdriver.fakelibvirt.event_loop.drain`."""
+    from virtdriver.fakelibvirt import event_loop
+
+    with event_loop.running():
+        yield event_loop.drain

@@ -56,6 +56,8 @@ from typing import Any
 from virtdriver.capabilities import (
     CapabilityXMLError, parse_domain_capabilities, parse_host_capabilities)
 from virtdriver.capabilities.xmlsafe import DEFAULT_MAX_BYTES, check_size
+from virtdriver.fakelibvirt.constants import (
+    VIR_ERR_OPERATION_FAILED, VIR_FROM_NODEDEV)
 from virtdriver.fakelibvirt.documents import (
     DomainCapsKey, HostDocuments, RecordedError)
 
@@ -96,6 +98,11 @@ def write_snapshot(directory: str | pathlib.Path, documents: HostDocuments,
                     [documents.cpu_map[0], list(documents.cpu_map[1]),
                      documents.cpu_map[2]]),
         "capabilities": None, "domain_capabilities": [], "node_devices": []}
+    if documents.node_devices_error is not None:
+        error = documents.node_devices_error
+        manifest["node_devices_error"] = {
+            "code": error.code, "domain": error.domain,
+            "message": error.message}
     if documents.capabilities is not None:
         (root / CAPABILITIES).write_text(documents.capabilities,
                                          encoding="utf-8")
@@ -192,7 +199,9 @@ def _from_manifest(root: pathlib.Path) -> HostDocuments:
         hostname=str(manifest.get("hostname") or root.name),
         node_devices=MappingProxyType(devices),
         compute_host=_compute_host(manifest, where),
-        disk_gb=_disk_gb(manifest, where))
+        disk_gb=_disk_gb(manifest, where),
+        node_devices_error=_recorded_error(manifest.get("node_devices_error"),
+                                           f"{where}: node_devices_error"))
 
 
 def _compute_host(manifest: Mapping, where: str) -> str | None:
@@ -220,6 +229,12 @@ def _disk_gb(manifest: Mapping, where: str) -> int | None:
     return value
 
 
+#: A hand-written snapshot holds no node devices: unknown, not none.
+HAND_WRITTEN_DEVICES = RecordedError(
+    VIR_ERR_OPERATION_FAILED, VIR_FROM_NODEDEV,
+    "a snapshot written by hand records no node devices")
+
+
 def _by_hand(root: pathlib.Path) -> HostDocuments:
     if not (root / CAPABILITIES).exists():
         raise SnapshotError(f"{root}: neither {MANIFEST} nor "
@@ -240,7 +255,8 @@ def _by_hand(root: pathlib.Path) -> HostDocuments:
                                              caps.machine), xml)
     return HostDocuments(capabilities=capabilities,
                          domain_capabilities=MappingProxyType(domcaps),
-                         hostname=root.name)
+                         hostname=root.name,
+                         node_devices_error=HAND_WRITTEN_DEVICES)
 
 
 def _xml(root: pathlib.Path, name: Any, where: str | None, parser) -> str:
@@ -332,3 +348,14 @@ def _int(manifest: Mapping, name: str, default: int, where: str) -> int:
 
 def _safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _recorded_error(value: Any, item: str) -> RecordedError | None:
+    if value is None:
+        return None
+    try:
+        return RecordedError(int(value["code"]), int(value["domain"]),
+                             str(value["message"]))
+    except (KeyError, TypeError, ValueError):
+        raise SnapshotError(f"{item}: needs integer code and domain and a "
+                            "message") from None

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
 
+from virtdriver.fakelibvirt import real_guard
+
 #: Where ``ensure_event_loop`` and its ``_loop_started`` flag live.
 CONNECTION_MODULE = "virtdriver.drivers.libvirt.connection"
 
@@ -38,7 +40,8 @@ CONNECTION_MODULE = "virtdriver.drivers.libvirt.connection"
 class Swap:
     """One swap in effect; :meth:`restore` undoes it (once)."""
 
-    def __init__(self, packages: Iterable[str] = ("virtdriver",)) -> None:
+    def __init__(self, packages: Iterable[str] = ("virtdriver",), *,
+                 warn_real: bool = False) -> None:
         self.fake = importlib.import_module("virtdriver.fakelibvirt")
         self.packages = tuple(packages)
         self.active = sys.modules.get("libvirt") is not self.fake
@@ -64,12 +67,17 @@ class Swap:
                         and self.previous is not None]
         for module in self.rebound:
             module.libvirt = self.fake
+        #: The real module's ``open`` calls, guarded for the swap.
+        self._guard = (real_guard.guard(self.previous, warn_real=warn_real)
+                       if self.previous is not None else None)
 
     def restore(self) -> None:
         """Put the real libvirt back where the swap put the fake."""
         if not self.active:
             return
         self.active = False
+        if self._guard is not None:
+            self._guard.restore()
         real = self.previous
         if real is None:
             # No real libvirt to return to; modules imported during the
@@ -92,14 +100,17 @@ class Swap:
 
 
 @contextmanager
-def use_fakelibvirt(packages: Iterable[str] = ("virtdriver",)
-                    ) -> Iterator[ModuleType]:
+def use_fakelibvirt(packages: Iterable[str] = ("virtdriver",), *,
+                    warn_real: bool = False) -> Iterator[ModuleType]:
     """Within the block, ``libvirt`` is fakelibvirt; yields the module.
 
     ``packages``: whose modules' ``libvirt`` globals are rebound (add an
-    out-of-tree driver's package name).
+    out-of-tree driver's package name).  A ``fake:///`` URI that reaches
+    the real libvirt meanwhile is refused, naming the module that still
+    holds it; with ``warn_real`` a real connection opened by code that is
+    not a test module warns the same way (:mod:`.real_guard`).
     """
-    swap = Swap(packages)
+    swap = Swap(packages, warn_real=warn_real)
     try:
         yield swap.fake
     finally:

@@ -4,8 +4,6 @@
 One read per request; the candidates are returned as Placement gives
 them (``allocation_requests`` with their group ``mappings``, and
 ``provider_summaries``), checked only for the fields callers use.
-:func:`correct_allocation` writes back a consumer's allocation as its
-claim really consumes it.
 """
 
 from __future__ import annotations
@@ -62,34 +60,3 @@ def allocation_candidates(client: PlacementClient,
             "list; check that the URL is Placement's", method="GET",
             path=PATH)
     return body
-
-
-def correct_allocation(client: PlacementClient, consumer_uuid: str,
-                       corrected: dict[str, dict[str, int]]) -> None:
-    """Write ``corrected`` (``{rp: {rc: n}}``) as ``consumer_uuid``'s
-    allocation, keeping its project, user and type, guarded by the
-    consumer generation read just before (a concurrent change is a
-    :class:`~virtdriver.placement.errors.GenerationConflict`, not a lost
-    update).
-
-    Raises:
-        PlacementRequestError: the consumer has no allocation to correct,
-            or Placement refuses the new one (e.g. over capacity).
-        PlacementError: the request failed.
-    """
-    path = f"/allocations/{consumer_uuid}"
-    body = client.request("GET", path)
-    if not isinstance(body, dict) or not body.get("allocations"):
-        raise PlacementRequestError(
-            f"GET {path}: Placement holds no allocation for consumer "
-            f"{consumer_uuid} to correct; schedule it first",
-            method="GET", path=path)
-    document: dict[str, Any] = {
-        "allocations": {rp: {"resources": dict(res)}
-                        for rp, res in sorted(corrected.items())},
-        "project_id": body.get("project_id"),
-        "user_id": body.get("user_id"),
-        "consumer_generation": body.get("consumer_generation")}
-    if client.has("consumer_types"):
-        document["consumer_type"] = body.get("consumer_type") or "INSTANCE"
-    client.request("PUT", path, body=document)

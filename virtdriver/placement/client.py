@@ -126,7 +126,7 @@ class PlacementClient:
         self._transport = Transport(adapter, where=self._where, retry=retry)
 
     @classmethod
-    def from_url(cls, url: str, *, token: str = NOAUTH_TOKEN,
+    def from_url(cls, url: str, *, token: str | None = None,
                  timeout: float = 30.0, requests_session: Any = None,
                  session: ks_session.Session | None = None,
                  endpoint_id: str | None = None,
@@ -134,6 +134,10 @@ class PlacementClient:
                  retry: RetryPolicy | None = None) -> PlacementClient:
         """A client for ``url`` with a fixed token (Placement's
         ``noauth2`` takes ``admin``, sent with :data:`NOAUTH_ROLES`).
+
+        Without ``token``: the token of the ``virtdriver placement serve``
+        at ``url`` when this user's state directory holds one
+        (:func:`~.serve_token.served_token`), else ``admin``.
 
         ``session``: a keystoneauth1 session carrying the TLS and timeout
         options (``[placement]`` ``cafile``, ``certfile``, ``keyfile``,
@@ -143,6 +147,10 @@ class PlacementClient:
         ``timeout`` and the system's CAs; ``requests_session`` carries a
         custom transport (the in-process embedded service).
         """
+        if token is None:
+            from virtdriver.placement.serve_token import served_token
+            served = served_token(url)
+            token = served[0] if served is not None else NOAUTH_TOKEN
         auth = token_endpoint.Token(url, token)
         if session is None:
             session = ks_session.Session(auth=auth, timeout=timeout,

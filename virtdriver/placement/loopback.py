@@ -3,7 +3,9 @@ process, :class:`PlacementServer` in a child one (``python -m
 virtdriver.placement.loopback --db PATH``), for tests and for several
 processes sharing one Placement; ``workers=N`` serves it with N gunicorn
 worker processes (:mod:`~.workers`), as a cloud runs it.  Loopback only:
-the service has no authentication.  The application is
+the service has no authentication of its own (``noauth2``), so what other
+users must not reach is served behind :mod:`~.serve_token`'s gate
+(``virtdriver placement serve``).  The application is
 :func:`~.embedded.build_app`'s.
 """
 
@@ -32,10 +34,19 @@ THREADS_PER_WORKER = 4
 
 
 def serve(db: str | os.PathLike[str], *, port: int = 0,
-          threads: bool = False, announce: Callable[[int], None] = print
-          ) -> None:
+          threads: bool = False, announce: Callable[[int], None] = print,
+          initialising: Callable[[], contextlib.AbstractContextManager]
+          = contextlib.nullcontext,
+          wrap: Callable[[Callable, int], Callable] | None = None) -> None:
     """Serve Placement on ``HOST:port`` (``0``: any free port) until
-    SIGTERM/SIGINT; ``announce(port)`` once it answers."""
+    SIGTERM/SIGINT; ``announce(port)`` once it answers.
+
+    ``initialising()`` is held while Placement starts (its schema created
+    or migrated), and only then (``placement serve``: the state
+    directory's lock).  ``wrap(app, port)``, once the port is bound,
+    returns the application actually served (``placement serve``: the
+    token gate).
+    """
     import socketserver
     from wsgiref import simple_server
 
@@ -49,11 +60,18 @@ def serve(db: str | os.PathLike[str], *, port: int = 0,
                           simple_server.WSGIServer):
         daemon_threads = True
 
-    app = build_app(db)
+    with initialising():
+        app = build_app(db)
     server_class = ThreadingServer if threads else simple_server.WSGIServer
     server = simple_server.make_server(HOST, port, app,
                                        server_class=server_class,
                                        handler_class=QuietHandler)
+    if wrap is not None:
+        try:
+            server.set_app(wrap(app, server.server_address[1]))
+        except BaseException:
+            server.server_close()
+            raise
 
     # Not sys.exit: wsgiref's handler swallows it mid-request.  The loop
     # ends after the request in hand; shutdown() must come from another

@@ -69,6 +69,7 @@ from virtdriver.claims.rebuild import (
     TRAITS, Conflict, ProviderInfo, Providers, provider_lookup,
     rebuild_conflicts)
 from virtdriver.placement.client import FEATURES, PlacementClient, version_text
+from virtdriver.placement.consumer import read_consumer
 from virtdriver.placement.errors import (
     MicroversionUnsupported, PlacementRequestError, ProviderNotFound,
     UnknownName)
@@ -87,22 +88,7 @@ def placement_allocations(client: PlacementClient, instance_uuid: str
         PlacementRequestError: the answer is not Placement's allocations.
         PlacementError: the request failed.
     """
-    path = f"/allocations/{instance_uuid}"
-    body = client.request("GET", path)
-    entries = body.get("allocations") if isinstance(body, dict) else None
-    if not isinstance(entries, dict):
-        raise _bad_answer(path, "no allocations object")
-    result = {}
-    for provider, entry in entries.items():
-        resources = entry.get("resources") if isinstance(entry, dict) \
-            else None
-        if not isinstance(resources, dict) or not all(
-                isinstance(n, int) and not isinstance(n, bool)
-                for n in resources.values()):
-            raise _bad_answer(path, f"allocation on {provider} without "
-                              "resources")
-        result[provider] = dict(resources)
-    return result
+    return read_consumer(client, instance_uuid).plain()
 
 
 def placement_providers(client: PlacementClient, uuids: Iterable[str]

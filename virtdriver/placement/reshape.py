@@ -20,7 +20,12 @@ and its name — the proof the tracker itself uses for children.
 
 **Which trees.**  Only where the sync state shows a provider losing a
 class the tree no longer gives it, or the tree changed shape (a provider
-added under an existing root, or one gone) and a provider has no record.
+added under an existing root, or one gone) and a provider has no record;
+or a provider with huge pages whose ``MEMORY_MB`` total goes down (or
+has no record): before a cell's ``MEMORY_MB`` was its small-page memory
+only, an instance on huge pages held ``MEMORY_MB`` for the same memory
+too, and the reshape drops that repeat (:func:`~.reshape_plan.
+doubled_memory`) as it lowers the total.
 Nothing is read otherwise, so a steady-state sync still costs one read.
 Those providers' allocations are read (``GET
 /resource_providers/{uuid}/allocations``); only if one of them uses a
@@ -79,7 +84,8 @@ from typing import TYPE_CHECKING, Any
 import os_resource_classes as orc
 
 from virtdriver.claims.usage import InstanceFit
-from virtdriver.drivers.host_tree import cell_provider_name, page_resource_class
+from virtdriver.drivers.host_tree import (
+    PAGE_RC_PREFIX, cell_provider_name, page_resource_class)
 from virtdriver.drivers.identity import is_derived_child
 from virtdriver.placement.errors import (
     DuplicateProvider, GenerationConflict, InventoryInUse, PlacementError,
@@ -152,10 +158,10 @@ def fit_placement(fit: InstanceFit, nodename: str, tree: TreeReader
                   ) -> dict[str, dict[str, int]]:
     """What ``fit`` takes, per provider of ``tree``: each guest cell's
     shared vCPUs (``VCPU``), pinned vCPUs and emulator CPUs (``PCPU``, as
-    Placement allocates them: isolated siblings are not), memory and
-    pages on its host cell's provider (``<node>_NUMA<id>``, or the root
-    when the tree is flat); an instance without a NUMA topology on the
-    root."""
+    Placement allocates them: isolated siblings are not), small-page
+    memory (``MEMORY_MB``) or huge pages on its host cell's provider
+    (``<node>_NUMA<id>``, or the root when the tree is flat); an instance
+    without a NUMA topology on the root."""
     root = tree.record(nodename).uuid
     found: dict[str, dict[str, int]] = {}
 
@@ -169,13 +175,35 @@ def fit_placement(fit: InstanceFit, nodename: str, tree: TreeReader
         provider = tree.record(name).uuid if tree.exists(name) else root
         add(provider, orc.VCPU, len(cell.shared_vcpus))
         add(provider, orc.PCPU, len(cell.pinning) + len(cell.emulator_cpus))
-        add(provider, orc.MEMORY_MB, cell.memory_mb)
-        if cell.page_size_kib is not None:
+        if cell.page_size_kib is None:
+            add(provider, orc.MEMORY_MB, cell.memory_mb)
+        else:
             add(provider, page_resource_class(cell.page_size_kib),
                 cell.pages)
     add(root, orc.VCPU, fit.floating_vcpus)
     add(root, orc.MEMORY_MB, fit.floating_memory_mb)
     return found
+
+
+def _holds_pages(inventory: Mapping[str, Any]) -> bool:
+    """Memory and huge pages on one provider: where an allocation made
+    before ``MEMORY_MB`` meant small pages only may hold memory twice."""
+    return orc.MEMORY_MB in inventory and any(
+        rc.startswith(PAGE_RC_PREFIX) for rc in inventory)
+
+
+def _memory_shrinks(before: Mapping[str, Any], after: Mapping[str, Any]
+                    ) -> bool:
+    """``MEMORY_MB``'s total goes down beside huge pages (the upgrade to
+    small-page ``MEMORY_MB``, or fewer small pages): allocations may hold
+    memory twice."""
+    old, new = before.get(orc.MEMORY_MB), after.get(orc.MEMORY_MB)
+    return (old is not None and new is not None
+            and _total(new) < _total(old) and _holds_pages(after))
+
+
+def _total(record: Any) -> int:
+    return record["total"] if isinstance(record, Mapping) else record.total
 
 
 def in_use_message(provider: ProviderData, exc: InventoryInUse) -> str:
@@ -318,9 +346,10 @@ class Reshaper:
             target = wanted[item.uuid].inventory if item.uuid in wanted \
                 else {}
             record = self.state.providers.get(item.uuid)
-            if (record is None and shape) or (
+            if (record is None and (shape or _holds_pages(target))) or (
                     record is not None
-                    and set(record.inventory) - set(target)):
+                    and (set(record.inventory) - set(target)
+                         or _memory_shrinks(record.inventory, target))):
                 found.append(item.uuid)
         return found
 

@@ -235,7 +235,17 @@ def in_use(current: Mapping[str, ProviderNow],
            desired: Mapping[str, ProviderData]
            ) -> dict[str, tuple[str, ...]]:
     """Provider → the classes it is allocated and the desired tree no
-    longer gives it (all of them for a provider gone from the tree)."""
+    longer gives it (all of them for a provider gone from the tree), and
+    ``MEMORY_MB`` where a consumer holds memory twice
+    (:func:`doubled_memory`)."""
+    found = _lost(current, desired)
+    for uuid in doubled_memory(current):
+        found[uuid] = tuple(sorted({*found.get(uuid, ()), orc.MEMORY_MB}))
+    return found
+
+
+def _lost(current: Mapping[str, ProviderNow],
+          desired: Mapping[str, ProviderData]) -> dict[str, tuple[str, ...]]:
     found = {}
     for uuid, provider in current.items():
         target = desired[uuid].inventory if uuid in desired else {}
@@ -247,14 +257,57 @@ def in_use(current: Mapping[str, ProviderNow],
     return found
 
 
+def doubled_memory(current: Mapping[str, ProviderNow]
+                   ) -> dict[str, frozenset[str]]:
+    """Provider → the consumers holding the same memory twice there: huge
+    pages and, beside them, ``MEMORY_MB`` for the memory those pages hold
+    — what an instance on huge pages was allocated before a cell's
+    ``MEMORY_MB`` became its small-page memory only."""
+    found = {}
+    for uuid, provider in current.items():
+        twice = frozenset(c for c, used in provider.allocations.items()
+                          if _doubled_mb(used))
+        if twice:
+            found[uuid] = twice
+    return found
+
+
+def undouble(allocations: Allocations) -> Allocations:
+    """``allocations`` without the ``MEMORY_MB`` that only repeats the
+    memory of huge pages held on the same provider (the upgrade of
+    :func:`doubled_memory`'s consumers); others unchanged."""
+    new = {}
+    for rp, used in allocations.items():
+        doubled = _doubled_mb(used)
+        res = dict(used)
+        if doubled:
+            res[orc.MEMORY_MB] -= doubled
+        new[rp] = {rc: n for rc, n in res.items() if n}
+    return _frozen(new)
+
+
+def _doubled_mb(used: Mapping[str, int]) -> int:
+    """MiB of ``MEMORY_MB`` in ``used`` that its huge pages repeat."""
+    memory = used.get(orc.MEMORY_MB, 0)
+    if not memory:
+        return 0
+    huge = sum(amount * int(rc[len(PAGE_RC_PREFIX):]) // 1024
+               for rc, amount in used.items()
+               if rc.startswith(PAGE_RC_PREFIX)
+               and rc[len(PAGE_RC_PREFIX):].isdigit())
+    return min(memory, huge)
+
+
 def moving_consumers(current: Mapping[str, ProviderNow],
                      desired: Iterable[ProviderData]) -> list[str]:
     """The consumers holding an allocation that must move, sorted."""
     wanted = {p.uuid: p for p in desired}
-    lost = in_use(current, wanted)
-    return sorted({c for uuid, classes in lost.items()
-                   for c, used in current[uuid].allocations.items()
-                   if any(used.get(rc) for rc in classes)})
+    lost = _lost(current, wanted)
+    moving = {c for uuid, classes in lost.items()
+              for c, used in current[uuid].allocations.items()
+              if any(used.get(rc) for rc in classes)}
+    moving.update(*doubled_memory(current).values())
+    return sorted(moving)
 
 
 def plan_reshape(current: Current, desired: Iterable[ProviderData],
@@ -302,8 +355,9 @@ def plan_reshape(current: Current, desired: Iterable[ProviderData],
     moves: dict[str, Move] = {}
     for uuid in moving:
         record = current.consumers[uuid]
-        old = {rp: MappingProxyType({rc: n for rc, n in res.items() if n})
-               for rp, res in record.allocations.items() if rp in tree}
+        held = {rp: MappingProxyType({rc: n for rc, n in res.items() if n})
+                for rp, res in record.allocations.items() if rp in tree}
+        old = undouble(held)
         if consumer_types and record.consumer_type in (None, UNKNOWN_TYPE):
             reasons[uuid] = (
                 "it has no consumer type, which the reshaper at "
@@ -322,7 +376,7 @@ def plan_reshape(current: Current, desired: Iterable[ProviderData],
         if why:
             reasons[uuid] = why
         else:
-            moves[uuid] = Move(uuid, MappingProxyType(old), new,
+            moves[uuid] = Move(uuid, MappingProxyType(held), new,
                                answer is not None)
     if not reasons:
         reasons = _capacity(providers, wanted, moves, names)

@@ -140,9 +140,6 @@ def trait_reason(name: object) -> str | None:
     if reason is None or (_TRAIT_MATCH(name)
                           and not name.startswith("CUSTOM_")):
         return None
-    if not _TRAIT_MATCH(name):
-        return (f"{reason}, and not of Placement's alphabet "
-                "([A-Z0-9_], 1 to 255 characters)")
     return reason
 
 
@@ -230,7 +227,8 @@ def check_traits(provider: str, traits: Iterable[str]) -> frozenset[str]:
         reason = trait_reason(trait)
         if reason:
             raise InvalidProvider(
-                provider, "traits", f"{trait!r} is {reason}",
+                provider, "traits",
+                f"{trait!r} is not a valid trait name: {reason}",
                 "use an os_traits constant or a CUSTOM_ name "
                 "(virtdriver.capabilities.traits.names.custom_trait)")
     return found

@@ -31,12 +31,18 @@ def candidate_rows(request: PlacementRequest, body: dict[str, Any]
 
 
 def render_placement_request(request: PlacementRequest,
-                             body: dict[str, Any] | None, fmt: str) -> str:
-    """Text: the query string, the unexpressed cases (``# ...``) and,
-    with an answer, one line per candidate; JSON: the request document
-    plus ``"candidates"`` when Placement was asked."""
+                             body: dict[str, Any] | None, fmt: str,
+                             host: tuple[str, list[Any]] | None = None
+                             ) -> str:
+    """Text: the query string, the unexpressed cases (``# ...``), with a
+    host (``(node, shortfalls)``) what its providers can never hold, and
+    with an answer one line per candidate; JSON: the request document
+    plus ``"host"`` and ``"candidates"`` when asked."""
     if fmt == "json":
         document = request.to_json()
+        if host is not None:
+            document["host"] = {"node": host[0], "shortfalls": [
+                s.to_json() for s in host[1]]}
         if body is not None:
             document["candidates"] = candidate_rows(request, body)
         return json.dumps(document, indent=2, sort_keys=True) + "\n"
@@ -44,6 +50,10 @@ def render_placement_request(request: PlacementRequest,
     lines += [f"# not expressed: {u.case}: {u.message}"
               for u in request.unexpressed]
     lines.append(f"# microversion {request.microversion}")
+    if host is not None:
+        node, short = host
+        lines += [f"# node {node}: {s.message}" for s in short] or [
+            f"# node {node}: its providers can hold every class asked"]
     if body is not None:
         rows = candidate_rows(request, body)
         lines.append(f"{len(rows)} candidate(s)")

@@ -24,7 +24,11 @@ def render_rebuild(instance_uuid: str, conflicts: list[Any], fmt: str,
         lines = [f"instance {instance_uuid}: rebuild refused, "
                  f"{len(conflicts)} reason(s):"]
         lines.extend(f"  - [{c.kind}] {c.message}" for c in conflicts)
-    if answer is not None:
+    if answer is not None and not answer.asked:
+        lines.append("Placement was not asked: the new image requires or "
+                     "forbids no trait the current one did not, so there "
+                     "is no trait question for it")
+    elif answer is not None:
         lines.append("Placement's own answer agrees" if answer.agrees
                      else "Placement's own answer differs:")
         lines.extend(f"  - {line}" for line in answer.differences)

@@ -6,6 +6,11 @@ driver's stable uuid (:meth:`ComputeDriver.root_uuid_for`) — so a driver
 written as Nova's are (which never creates its root) runs unchanged, and
 while the driver runs a ``new_root(name)`` without a uuid gets the same
 stable uuid, never a random one (a second sync then finds its own root).
+A node whose root an earlier sync made with another uuid (a driver that
+gave a random one, before) keeps that root: the caller passes the sync
+state's roots (``known_roots``), adopted only if the ledger lists them too
+(the tracker managed them), so a second sync never refuses its own root
+as "not ours".
 
 After the driver, the tracker's own traits go on the root: always
 ``COMPUTE_NODE`` (every compute node has it, as in Nova), and
@@ -17,7 +22,7 @@ its ledger proves it put it there: Nova or an operator may have set it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import os_traits
 
@@ -29,13 +34,23 @@ TRACKER_TRAITS = frozenset({os_traits.COMPUTE_NODE,
                             os_traits.COMPUTE_STATUS_DISABLED})
 
 
+def root_uuid(driver: ComputeDriver, nodename: str,
+              known: str | None = None) -> str | None:
+    """The uuid ``nodename``'s root gets from the tracker: ``known`` (the
+    root a sync already made for the node, which the caller proved is
+    ours), else the driver's stable one; ``None`` when the driver
+    creates its roots itself."""
+    uuid = driver.root_uuid_for(nodename)
+    return known if uuid is not None and known else uuid
+
+
 def prepare_root(tree: ProviderTree, driver: ComputeDriver,
-                 nodename: str) -> bool:
+                 nodename: str, known: str | None = None) -> bool:
     """Create ``nodename``'s root if the tree lacks it and the driver
     gives it a uuid; return whether it was created."""
     if tree.exists(nodename):
         return False
-    uuid = driver.root_uuid_for(nodename)
+    uuid = root_uuid(driver, nodename, known)
     if uuid is None or tree.exists(uuid):
         return False
     tree.new_root(nodename, uuid)
@@ -43,11 +58,12 @@ def prepare_root(tree: ProviderTree, driver: ComputeDriver,
 
 
 @contextlib.contextmanager
-def stable_roots(tree: ProviderTree, driver: ComputeDriver) -> Iterator[None]:
+def stable_roots(tree: ProviderTree, driver: ComputeDriver,
+                 known: Callable[[str], str | None]) -> Iterator[None]:
     """While the driver runs, ``tree.new_root(name)`` without a uuid gets
-    the driver's stable uuid for ``name`` (random only if it has none)."""
+    :func:`root_uuid` (random only if the driver has none)."""
     previous = tree.root_uuids
-    tree.root_uuids = driver.root_uuid_for
+    tree.root_uuids = lambda name: root_uuid(driver, name, known(name))
     try:
         yield
     finally:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -50,6 +50,22 @@ class ReshapeMoves:
     root_uuid: str
     moved: Moved
     read: int
+
+
+@dataclass
+class Pending:
+    """What updates leave for the sync, until a sync confirms it:
+    root uuid → reshape moves; provider uuid → traits the tracker took off
+    as its own (Placement must lose them too)."""
+
+    moves: dict[str, ReshapeMoves] = field(default_factory=dict)
+    released: dict[str, set[str]] = field(default_factory=dict)
+
+    def merge(self, other: Pending) -> None:
+        self.moves.update(other.moves)
+        for uuid, traits in other.released.items():
+            self.released.setdefault(uuid, set()).update(traits)
+
 
 
 def run_driver(driver: ComputeDriver, tree: ProviderTree, nodename: str,

@@ -8,19 +8,28 @@ directory's OS file lock (:mod:`virtdriver.filelock`) and the tree's lock:
    (O(1)) and take a savepoint for the node (its baseline; a failed node
    is rolled back in O(its writes)); open a driver transaction
    (:meth:`ComputeDriver.begin_update`);
-2. let the driver update the node's providers — it applies its own trait
-   report (owned traits follow it, unknown ones stay, others untouched);
+2. create the node's root if the tree lacks it, as Nova's resource
+   tracker does (:mod:`.node_root`: stable uuid), then let the driver
+   update the node's providers — it applies its own trait report (owned
+   traits follow it, unknown ones stay, others untouched); on
+   ``ReshapeNeeded`` call it again with the allocations of the node's
+   consumers (:mod:`.reshape_step`), keeping what it moved for the sync;
 3. settle each provider *of the node* with :func:`~.reconcile.settle`
    against ``driver.ownership_for(node)`` — the ledger is trusted only
-   inside that node's ownership; a provider someone else put under the
-   node's root (not derived from its parent and name, not created by this
-   driver) is foreign as a whole and left as it was;
+   inside that node's ownership — or, for a driver that declares none,
+   with :func:`~.reconcile.settle_self_set` (the traits it provably set
+   itself); a provider someone else put under the node's root (not
+   derived from its parent and name, not created by this driver) is
+   foreign as a whole and left as it was; then the tracker's own traits
+   on the root (``COMPUTE_NODE``, ``COMPUTE_STATUS_DISABLED`` for a
+   disabled node, :mod:`.node_status`);
 4. save the ledger atomically, then commit the driver's transaction.
 
 If anything fails the tree is put back exactly (generations included,
 :meth:`ProviderTree.restore`), the driver's memory is rolled back, the
 ledger file is not written, and the error propagates: a retry does what
-the failed attempt would have done.
+the failed attempt would have done.  A node whose driver raised
+``HypervisorUnavailable`` is such a failure: left exactly as it was.
 
 In :meth:`ResourceTracker.update_all` a node whose inputs are all as the
 tracker left them is skipped (:mod:`.fast_path`).
@@ -30,7 +39,6 @@ tracker left them is skipped (:mod:`.fast_path`).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import pathlib
 import re
@@ -38,34 +46,30 @@ import threading
 from collections.abc import Mapping
 
 from virtdriver.capabilities.traits.ownership import Ownership
-from virtdriver.claims.model import Instance
-from virtdriver.claims.rebuild import ProviderInfo
-from virtdriver.claims.usage import HostUsage, InstanceFit
 from virtdriver.drivers.base import (
     ComputeDriver, DriverError, HypervisorUnavailable)
 from virtdriver.drivers.identity import is_derived_child
 from virtdriver.filelock import DEFAULT_TIMEOUT, exclusive_lock
 from virtdriver.provider_config import AppliedRecord
 from virtdriver.resource_tracker.claims_file import ClaimsFile
-from virtdriver.resource_tracker.instance_claims import (
-    all_claims, check_rebuild_claim, claim_instance, provider_usages,
-    release_instance)
 from virtdriver.resource_tracker.ledger import Ledger, LedgerFile
-from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.provider_config_step import (
     ProviderConfigStep)
 from virtdriver.resource_tracker import fast_path
 from virtdriver.resource_tracker.fast_path import Marks, NodeMark
 from virtdriver.resource_tracker.gone import remove_gone
+from virtdriver.resource_tracker.settle_step import settle_provider
+from virtdriver.resource_tracker.tracker_claims import TrackerClaims
 from virtdriver.resource_tracker.node_root import (
-    TRACKER_TRAITS, prepare_root, root_traits, stable_roots)
+    TRACKER_TRAITS, prepare_root, stable_roots)
 from virtdriver.resource_tracker.node_status import (
     NodeStatus, NodeStatusFile)
 from virtdriver.resource_tracker.provider_tree import ProviderTree, Savepoint
 from virtdriver.resource_tracker.reconcile import (
-    NO_DRIFT, Drift, Settlement, settle, settle_self_set)
+    NO_DRIFT, Drift)
 from virtdriver.resource_tracker.reshape_step import (
-    AllocationSource, ReshapeMoves, moves as reshape_moves, run_driver)
+    AllocationSource, Pending, ReshapeMoves, moves as reshape_moves,
+    run_driver)
 from virtdriver.resource_tracker.snapshot import TreeReader
 from virtdriver.resource_tracker.results import (
     Records, UpdateAllError, UpdateResult, log_settlement, records)
@@ -93,22 +97,7 @@ def default_driver_name(driver: ComputeDriver) -> str:
     return re.sub(r"[^a-z0-9_.-]", "_", name)
 
 
-@dataclasses.dataclass
-class _Pending:
-    """What updates leave for the sync, until a sync confirms it:
-    root uuid → reshape moves; provider uuid → traits the tracker took off
-    as its own (Placement must lose them too)."""
-
-    moves: dict[str, ReshapeMoves] = dataclasses.field(default_factory=dict)
-    released: dict[str, set[str]] = dataclasses.field(default_factory=dict)
-
-    def merge(self, other: _Pending) -> None:
-        self.moves.update(other.moves)
-        for uuid, traits in other.released.items():
-            self.released.setdefault(uuid, set()).update(traits)
-
-
-class ResourceTracker:
+class ResourceTracker(TrackerClaims):
     """Keeps a driver's nodes' providers up to date in :attr:`tree`.
 
     Args:
@@ -130,6 +119,9 @@ class ResourceTracker:
         allocations: where a driver's reshape reads the allocations of its
             node's consumers (:mod:`.reshape_step`); ``None``: a driver
             that raises ``ReshapeNeeded`` fails its node.
+        known_roots: node name → the uuid of the root an earlier sync made
+            for it (the sync state's); a node whose root the tree lacks
+            gets that uuid if the ledger lists it (:mod:`.node_root`).
 
     Raises:
         LedgerError: the ledger file exists but cannot be read.
@@ -141,9 +133,11 @@ class ResourceTracker:
                  driver_name: str | None = None,
                  lock_timeout: float = DEFAULT_TIMEOUT,
                  provider_config: pathlib.Path | str | None = None,
-                 allocations: AllocationSource | None = None) -> None:
+                 allocations: AllocationSource | None = None,
+                 known_roots: Mapping[str, str] | None = None) -> None:
         self.driver = driver
         self.allocations = allocations
+        self.known_roots: Mapping[str, str] = known_roots or {}
         # A lock of its own: trackers in one process do not wait on each
         # other (trees share one lock by default, as Nova's do).
         self.tree = (tree if tree is not None
@@ -166,8 +160,8 @@ class ResourceTracker:
         self._status_file = NodeStatusFile(self.state_dir, self.driver_name)
         self._status = NodeStatus()
         # What this transaction leaves for the sync, and what is confirmed.
-        self._pending = _Pending()
-        self._left = _Pending()
+        self._pending = Pending()
+        self._left = Pending()
         with self._state_lock():
             self._ledger_file.read()
             self._status = self._status_file.read()
@@ -187,14 +181,31 @@ class ResourceTracker:
         """Traits the tracker took off provider ``uuid`` as its own
         (traits a driver set itself and removed, a ``COMPUTE_STATUS_
         DISABLED`` it had set), until :meth:`synced`: Placement must lose
-        them too."""
+        them too.  The ledger keeps them as the tracker's until then, so a
+        sync that fails (or a process that ends first) loses nothing: the
+        next update releases them again."""
         return frozenset(self._left.released.get(uuid, ()))
 
     def synced(self, failed: set[str] | frozenset[str] = frozenset()) -> None:
         """A sync sent what the updates left, but for providers ``failed``
-        (their reshapes and releases stay for the next sync)."""
+        (their reshapes and releases stay for the next sync): the traits
+        it took off leave the ledger (saved under the state lock).
+
+        Raises:
+            LedgerError: the ledger could not be saved (the releases stay
+                and are sent again).
+        """
         self._left.moves = {root: m for root, m in self._left.moves.items()
                             if root in failed}
+        confirmed = {u: t for u, t in self._left.released.items()
+                     if u not in failed}
+        if confirmed:
+            with self._state_lock():
+                ledger = self._ledger_file.read()
+                self._ledger_file.save(ledger.updated({
+                    uuid: ledger[uuid] - traits
+                    for uuid, traits in confirmed.items()
+                    if uuid in ledger and ledger[uuid] & traits}))
         self._left.released = {u: t for u, t in self._left.released.items()
                                if u in failed}
 
@@ -226,7 +237,7 @@ class ResourceTracker:
             start = self.tree.snapshot()
             token = self.driver.begin_update()
             changes: dict[str, frozenset[str] | None] = {}
-            self._pending = _Pending()
+            self._pending = Pending()
             try:
                 with self.tree.savepoint() as savepoint:
                     result, managed, _ = self._update_node(
@@ -259,7 +270,7 @@ class ResourceTracker:
         """
         results: dict[str, UpdateResult] = {}
         errors: dict[str, Exception] = {}
-        cycle = _Pending()
+        cycle = Pending()
         with self._state_lock(), self.tree.lock:
             ledger = self._ledger_file.read()
             status = self._status_file.read()
@@ -327,7 +338,7 @@ class ResourceTracker:
         it ended in a fixed point (:mod:`.fast_path`)."""
         record = applied[0] if self.provider_config.enabled else None
         stamp = fast_path.driver_stamp(self.driver, nodename)
-        self._pending = _Pending()
+        self._pending = Pending()
         inner = self.driver.begin_update()
         node_changes: dict[str, frozenset[str] | None] = {}
         node_applied = list(applied)
@@ -338,7 +349,7 @@ class ResourceTracker:
         except Exception as exc:  # one node must not stop all
             savepoint.rollback()
             self.driver.rollback_update(inner)
-            self._pending = _Pending()
+            self._pending = Pending()
             LOG.warning("node %s not updated: %s", nodename, exc)
             errors[nodename] = exc
             return
@@ -356,72 +367,6 @@ class ResourceTracker:
                 nodename, stamp, self.tree, quiet, ours, ledger,
                 node_changes, node_applied[0] if record is not None
                 else None, config)
-
-    # -- instance claims ------------------------------------------------------
-
-    def instance_claim(self, instance: Instance, nodename: str, *,
-                       allocations: Mapping[str, Mapping[str, int]]
-                       | None = None) -> InstanceFit:
-        """Fit ``instance`` onto ``nodename``'s NUMA cells and record it.
-
-        With ``allocations`` (the scheduler's, ``{provider uuid: {resource
-        class: amount}}``) it is pinned within exactly the cells they name,
-        or refused (:class:`~virtdriver.claims.allocation.
-        AllocationRefused`) changing nothing.
-
-        Serialised with every other claim, release and update on the state
-        directory (threads and processes alike), so claims never
-        overcommit; persisted before it returns.  See ``docs/claims.md``.
-
-        Raises:
-            InvalidRequest: the flavor and image make no valid request.
-            DoesNotFit: nothing fits; which cell lacked what.
-            ClaimError: already claimed, no NUMA host, bad claims file.
-            LockTimeout: another process held the state directory.
-        """
-        with self._state_lock(), self.tree.lock:
-            return claim_instance(self.driver, self._claims_file, instance,
-                                  nodename, allocations=allocations,
-                                  tree=self.tree)
-
-    def release(self, instance_uuid: str) -> str:
-        """Free exactly what ``instance_uuid`` claimed; return its node.
-
-        Raises:
-            UnknownClaim: it holds no claim here.
-        """
-        with self._state_lock(), self.tree.lock:
-            return release_instance(self.driver, self._claims_file,
-                                    instance_uuid)
-
-    def claims(self) -> dict[str, HostUsage]:
-        """nodename → the claims held on it (as persisted)."""
-        with self._state_lock():
-            return all_claims(self.driver, self._claims_file)
-
-    def usages(self) -> dict[str, Mapping[str, int]]:
-        """Provider uuid → resource class → amount claims use."""
-        with self._state_lock(), self.tree.lock:
-            return provider_usages(self.driver, self._claims_file,
-                                   self.tree)
-
-    def rebuild_claim(self, instance: Instance,
-                      new_image_properties: Mapping[str, object], *,
-                      sharing: Mapping[str, ProviderInfo] | None = None,
-                      disk_format: str | None = None) -> None:
-        """The no-op rebuild claim: consumes and changes nothing.
-
-        Returns when ``instance`` may be rebuilt with the new image; else
-        raises :class:`~virtdriver.claims.rebuild.RebuildRefused` carrying
-        every reason (NUMA constraints or consumption that would change,
-        image traits its allocated providers lack or forbid — explicit
-        ``trait:`` properties and those its properties and ``disk_format``
-        imply, docs/claims.md).  Traits come from this tree for allocated
-        providers in it, from ``sharing`` for providers outside it.
-        """
-        check_rebuild_claim(instance, new_image_properties,
-                            self.tree.snapshot(), sharing,
-                            disk_format=disk_format)
 
     # -- one node -------------------------------------------------------------
 
@@ -449,8 +394,12 @@ class ResourceTracker:
         """
         start = savepoint.before
         owned = self.driver.ownership_for(nodename)
-        prepare_root(self.tree, self.driver, nodename)
-        with stable_roots(self.tree, self.driver):
+        def known(name: str) -> str | None:
+            uuid = self.known_roots.get(name)
+            return uuid if uuid in ledger else None   # managed by us
+
+        prepare_root(self.tree, self.driver, nodename, known(nodename))
+        with stable_roots(self.tree, self.driver, known):
             trip = run_driver(
                 self.driver, self.tree, nodename,
                 lambda: self._providers_of(start, nodename),
@@ -479,9 +428,12 @@ class ResourceTracker:
             mine = (uuid == root_uuid or not existed or uuid in self._managed
                     or is_derived_child(uuid, record.name,
                                         record.parent_uuid))
-            done, tracker_part = self._settle(
-                uuid, record, start if existed else None, mine, owned,
-                ledger, answered, disabled, uuid == root_uuid)
+            done, tracker_part = settle_provider(
+                uuid, record, start if existed else None, mine=mine,
+                owned=owned, ledger=ledger, answered=answered,
+                disabled=disabled, is_root=uuid == root_uuid,
+                released=self._pending.released,
+                unconfirmed=frozenset(self._left.released.get(uuid, ())))
             final = record.traits
             if done.traits != final:
                 self.tree.update_traits(uuid, done.traits)
@@ -504,9 +456,10 @@ class ResourceTracker:
         for record in before:
             if not self.tree.exists(record.uuid):
                 changes[record.uuid] = None
-        if trip is not None:
-            self._pending.moves[root_uuid] = reshape_moves(
-                nodename, root_uuid, *trip)
+        if trip is not None:   # checked even when nothing moved
+            moved = reshape_moves(nodename, root_uuid, *trip)
+            if moved.moved:
+                self._pending.moves[root_uuid] = moved
         after = [self.tree.record(uuid) for uuid in after_uuids]
         drifted = any(removed_by.values()) or any(added_by.values())
         result = UpdateResult(nodename, diff(Records(before),
@@ -517,49 +470,6 @@ class ResourceTracker:
             LOG.warning("node %s: drift on owned traits: %s", nodename, line)
         quiet = quiet and config_quiet and result.drift.empty
         return result, ours, root_uuid if quiet else None
-
-    def _settle(self, uuid: str, record: ProviderData,
-                start: TreeReader | None, mine: bool,
-                owned: Ownership | None, ledger: Ledger,
-                answered: frozenset[str] | None, disabled: bool,
-                is_root: bool) -> tuple[Settlement, frozenset[str]]:
-        """One provider after the driver: the driver's part settled by its
-        declared ownership (:func:`settle`) or, declaring none, by what
-        it provably set (:func:`settle_self_set`); then, on the root, the
-        tracker's own traits (:mod:`.node_root`).  Returns the settlement
-        and the tracker's traits to record."""
-        if not mine:   # someone else's provider: left as it was
-            return settle(start.record(uuid).traits if start else (),
-                          record.traits, ownership=_NOTHING, ledger=None,
-                          answered=answered), _EMPTY
-        proven = ledger.proven(uuid)
-        if owned is None:
-            entry = proven - _TRACKER_TRAITS if proven is not None else None
-            # A provider new to this tree (a new process) starts from what
-            # the driver provably set: what it sets no more is released.
-            baseline = (start.record(uuid).traits if start is not None
-                        else entry or ())
-            done = settle_self_set(baseline, record.traits, ledger=entry)
-            if done.stale:
-                self._pending.released.setdefault(uuid, set()).update(
-                    done.stale)
-        else:
-            entry = ledger.get(uuid) if start is not None else None
-            if is_root and entry:   # the tracker's, unless the driver's
-                entry = entry - {t for t in _TRACKER_TRAITS
-                                 if not owned.owns(t)}
-            done = settle(start.record(uuid).traits if start else (),
-                          record.traits, ownership=owned, ledger=entry,
-                          answered=answered)
-        if not is_root:
-            return done, _EMPTY
-        traits, tracker_part, gone = root_traits(
-            done.traits, disabled=disabled, proven=proven)
-        if gone:
-            self._pending.released.setdefault(uuid, set()).update(gone)
-        if traits != done.traits:
-            done = dataclasses.replace(done, traits=traits)
-        return done, tracker_part
 
     def _providers_of(self, start: TreeReader, nodename: str) -> list[str]:
         """The node's provider uuids, in the tree as the update found it

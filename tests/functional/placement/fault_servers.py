@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 
 #: ``fault(n, method, path)`` for the n-th request (1-based): ``None`` to
 #: forward it, ``"503"`` to answer 503 without forwarding, ``"reset"`` to
-#: forward it and close the connection without an answer.
+#: forward it and close the connection without an answer, ``"500-after"``
+#: to forward it and answer 500 (Placement did it; the answer is lost).
 Fault = Callable[[int, str, str], str | None]
 
 _HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"}
@@ -107,6 +108,12 @@ class Proxy(_Loopback):
                 if what == "reset":          # it landed; the answer is lost
                     self.close_connection = True
                     return
+                if what == "500-after":      # it landed; a 500 instead
+                    status, payload = 500, json.dumps({"errors": [{
+                        "status": 500, "title": "Internal Server Error",
+                        "detail": "injected by the test's proxy after "
+                                  "forwarding"}]}).encode()
+                    headers = [("Content-Type", "application/json")]
                 self.send_response(status)
                 for key, value in headers:
                     if key.lower() not in _HOP:

@@ -210,3 +210,17 @@ def assert_placement_equals(api: Api, tree) -> None:
         assert api.inventories(provider.uuid) == {
             rc: rec.as_dict() for rc, rec in provider.inventory.items()}
         assert provider.traits <= api.traits(provider.uuid)
+
+
+def reads_without_state(tree) -> int:
+    """What a sync of ``tree`` reads when its sync state has no record of
+    it (lost, edited, of another Placement): the listing, three parts per
+    provider, and the allocations of each provider offering memory beside
+    huge pages (where an allocation from before small-page ``MEMORY_MB``
+    may hold memory twice: ``docs/provider-tree.md``, "Memory")."""
+    pages = sum(1 for uuid in tree.get_provider_uuids()
+                if "MEMORY_MB" in (inv := tree.data(uuid).inventory)
+                and any(rc.startswith("CUSTOM_MEM_PAGE_SIZE_")
+                        for rc in inv))
+    return 1 + 3 * len(tree) + pages
+

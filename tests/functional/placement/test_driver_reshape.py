@@ -158,7 +158,7 @@ def test_root_to_children_and_back_with_consumers_allocated(agent, api):
     assert result.ok, result
     assert agent.driver.calls[-2:] == [False, True]   # the round trip
     assert agent.sent.count(("POST", "/reshaper")) == 1
-    forward = len(agent.sent)
+    forward = collections.Counter(m for m, _ in agent.sent)
     cells = [agent.tracker.tree.data(c).uuid for c in CELLS]
     first = allocations_of(api, consumers[0])
     assert first[root] == {"DISK_GB": 10}
@@ -179,12 +179,12 @@ def test_root_to_children_and_back_with_consumers_allocated(agent, api):
     assert allocations_of(api, consumers[1]) == {
         root: {"VCPU": 1, "MEMORY_MB": 256}}
     assert set(api.providers()) == {root}
-    back = len(agent.sent)
+    back = collections.Counter(m for m, _ in agent.sent)
     # The steady state after: no reshape, no write.
     assert agent.cycle().ok and ("POST", "/reshaper") not in agent.sent
-    print(f"\nreshape requests: root->cells {forward}, cells->root {back} "
-          f"(each one POST /reshaper); then steady {len(agent.sent)}: "
-          f"{dict(collections.Counter(m for m, _ in agent.sent))}")
+    print(f"\nreshape requests: root->cells {sum(forward.values())} "
+          f"{dict(forward)}, cells->root {sum(back.values())} {dict(back)} "
+          f"(each one POST /reshaper); then steady {len(agent.sent)}")
 
 
 def test_a_refused_reshape_leaves_placement_as_it_was(agent, api):

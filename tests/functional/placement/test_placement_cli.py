@@ -331,7 +331,7 @@ def test_the_placement_section_refuses_what_keystone_would_not_take(
     assert cli.main(["sync", *missing, *FAKE]) == 2
     assert capsys.readouterr().err == (
         "virtdriver: bad configuration: [placement] auth_type = password "
-        "needs [placement] auth_url; set it (see docs/configuration.md)\n")
+        "needs [placement] auth_url; set it (see `virtdriver help configuration`)\n")
 
     typo = config(tmp_path, "[placement]\nauth_type = password\n"
                   "usrname = nova\n")

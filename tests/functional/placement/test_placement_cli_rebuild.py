@@ -66,3 +66,43 @@ def test_rebuild_check_with_placement_unreachable_exits_3(tmp_path, capsys):
                        "http://127.0.0.1:9", *FAKE])
     err = capsys.readouterr().err
     assert status == 3 and "Traceback" not in err
+
+
+def test_placement_not_asked_is_not_said_to_agree(
+        tmp_path, monkeypatch, placement, capsys):
+    # The new image asks no trait the current one did not: nothing is
+    # sent, so nothing can agree.
+    monkeypatch.setenv("VIRTDRIVER_STATE_DIR", str(tmp_path / "state"))
+    instance = tmp_path / "instance.json"
+    instance.write_text(json.dumps({
+        "uuid": str(uuidlib.uuid4()),
+        "flavor": {"vcpus": 1, "memory_mb": 512},
+        "image": {"properties": {"hw_disk_bus": "virtio"}}}))
+    image = tmp_path / "image.json"
+    image.write_text(json.dumps({"properties": {}}))
+    args = ["rebuild-check", "--instance", str(instance), "--image",
+            str(image), "--placement-url", placement.url, *FAKE]
+    assert cli.main([*args, "--format", "text"]) == 0
+    out = capsys.readouterr().out
+    assert "Placement was not asked" in out and "agrees" not in out
+    assert cli.main(args) == 0
+    shown = json.loads(capsys.readouterr().out)["placement"]
+    assert shown["asked"] is False
+
+
+def test_an_instance_claim_would_refuse_is_bad_input_here_too(
+        tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("VIRTDRIVER_STATE_DIR", str(tmp_path / "state"))
+    instance = tmp_path / "instance.json"
+    instance.write_text(json.dumps({
+        "uuid": str(uuidlib.uuid4()),
+        "flavor": {"vcpus": 2, "memory_mb": 1024,
+                   "extra_specs": {"hw:numa_nodes": "1000000"}}}))
+    image = tmp_path / "image.json"
+    image.write_text(json.dumps({"properties": {}}))
+    for command in ("rebuild-check", "claim"):
+        extra = ["--image", str(image)] if command == "rebuild-check" else []
+        assert cli.main([command, "--instance", str(instance), *extra,
+                         *FAKE]) == 2
+        err = capsys.readouterr().err
+        assert "hw:numa_nodes='1000000'" in err and "Traceback" not in err

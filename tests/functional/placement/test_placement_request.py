@@ -47,7 +47,8 @@ def test_two_guest_nodes_land_on_two_cells_each_whole(synced, client):
         assert {one, two} == set(by_cell)     # isolate: a cell each
         for uuid in by_cell:
             resources = candidate["allocations"][uuid]["resources"]
-            assert resources == {orc.PCPU: 4, orc.MEMORY_MB: 2048,
+            # 2 GiB of 2 MiB pages: the pages alone, no MEMORY_MB.
+            assert resources == {orc.PCPU: 4,
                                  "CUSTOM_MEM_PAGE_SIZE_2048": 1024}
 
 
@@ -144,3 +145,37 @@ def test_claim_reads_the_allocation_and_corrects_it_to_what_it_takes(
     held = client.request("GET", f"/allocations/{vm['uuid']}")["allocations"]
     assert held[cell_uuid]["resources"] == {orc.PCPU: 4, orc.MEMORY_MB: 1024}
     assert cells(synced)[cell_uuid] == claimed["cells"][0]["host_cell"]
+
+
+def test_with_a_driver_the_command_says_why_a_node_offers_no_candidate(
+        tmp_path, client, placement, monkeypatch, capsys):
+    # A flavor with a root disk on a host that offers no DISK_GB: no
+    # candidate, and now a reason; described with disk_gb, a candidate.
+    monkeypatch.setenv("VIRTDRIVER_STATE_DIR", str(tmp_path / "cli-state"))
+    flavor = write(tmp_path / "flavor.json", {
+        "vcpus": 2, "memory_mb": 1024, "root_gb": 20})
+    image = write(tmp_path / "image.json", {"properties": {}})
+    args = ["placement-request", "--flavor", flavor, "--image", image,
+            "--placement-url", placement.url, "--format", "json"]
+    numa_host(tmp_path).sync(client)
+    assert cli.main([*args, "--driver", "fake", "--host-spec",
+                     "numa2-ht"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["candidates"] == []
+    (short,) = shown["host"]["shortfalls"]
+    assert (short["resource_class"], short["amount"], short["most"]) == (
+        orc.DISK_GB, 20, 0)
+    spec = tmp_path / "disk.yaml"
+    spec.write_text("name: disky\ncells: 2\ndisk_gb: 100\n")
+    Host(tmp_path / "state2", FakeDriver(str(spec))).sync(client)
+    assert cli.main([*args, "--driver", "fake", "--host-spec",
+                     str(spec)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["host"] == {"node": "disky", "shortfalls": []}
+    assert shown["candidates"] and all(
+        any(orc.DISK_GB in res for res in c["allocations"].values())
+        for c in shown["candidates"])
+    # A host option without its driver is refused, not ignored.
+    assert cli.main([*args, "--host-spec", str(spec)]) == 2
+    assert "--host-spec applies only to --driver fake" in \
+        capsys.readouterr().err

@@ -1,7 +1,7 @@
 """``virtdriver placement serve``: the state directory's embedded Placement
 on loopback, as osc-placement reads it (a real sync writes it first; a
 plain HTTP GET reads it, and osc-placement's ``openstack`` too when it is
-installed)."""
+installed), with the token of the run in the state directory."""
 
 from __future__ import annotations
 
@@ -46,10 +46,16 @@ def test_serve_answers_the_provider_list_then_stops_on_sigterm(synced):
         url = found[2]
         rest = [proc.stdout.readline().strip() for _ in range(4)]
         assert rest[-1] == "openstack resource provider list"
-        assert f"OS_ENDPOINT={url} OS_TOKEN=admin" in rest[-2]
+        token_file = os.path.join(found[1],
+                                  f"placement-serve-{url.rsplit(':', 1)[1]}"
+                                  ".token")
+        assert (f'OS_ENDPOINT={url} OS_TOKEN="$(cat {token_file})"'
+                in rest[-2])
+        with open(token_file) as stream:
+            token = stream.read().strip()
         request = urllib.request.Request(
             url + "/resource_providers",
-            headers={"X-Auth-Token": "admin",
+            headers={"X-Auth-Token": token,
                      "OpenStack-API-Version": "placement 1.39"})
         with urllib.request.urlopen(request, timeout=30) as answer:
             names = {p["name"] for p in
@@ -61,8 +67,14 @@ def test_serve_answers_the_provider_list_then_stops_on_sigterm(synced):
                 [osc, "resource", "provider", "list", "-f", "value",
                  "-c", "name"], capture_output=True, text=True, timeout=120,
                 env=dict(synced, OS_AUTH_TYPE="admin_token", OS_ENDPOINT=url,
-                         OS_TOKEN="admin", OS_PLACEMENT_API_VERSION="1.39"))
+                         OS_TOKEN=token, OS_PLACEMENT_API_VERSION="1.39"))
             assert set(listed.stdout.split()) == names, listed.stderr
+            refused = subprocess.run(
+                [osc, "resource", "provider", "list"], capture_output=True,
+                text=True, timeout=120,
+                env=dict(synced, OS_AUTH_TYPE="admin_token", OS_ENDPOINT=url,
+                         OS_TOKEN="admin", OS_PLACEMENT_API_VERSION="1.39"))
+            assert refused.returncode != 0 and "401" in refused.stderr
     finally:
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=30)

@@ -29,17 +29,52 @@ def is_standard(name: str) -> bool:
 
 
 def invalid_reason(name: str) -> str | None:
-    """Why ``name`` is not a valid trait name, or ``None`` when it is."""
+    """Why ``name`` is not a valid trait name, or ``None`` when it is:
+    one clause per rule it breaks, each naming the rule and what in
+    ``name`` breaks it, joined by ``; `` (it reads after "is not a valid
+    trait name:", after a dash or in parentheses)."""
     if name in _STANDARD:
         return None
-    if not name.startswith(CUSTOM_PREFIX):
-        return ("neither an os-traits standard trait nor a CUSTOM_ name "
-                f"(os-traits {_os_traits_version()})")
+    custom = name.startswith(CUSTOM_PREFIX)
+    reasons = []
+    if not custom:
+        reasons.append("neither an os-traits standard trait nor a CUSTOM_ "
+                       f"name (os-traits {_os_traits_version()})")
+    elif name == CUSTOM_PREFIX:
+        reasons.append(f"custom names must match {_CUSTOM_RE.pattern}, and "
+                       "it has nothing after CUSTOM_")
+    foreign = _foreign_characters(name)
+    if foreign:
+        rule = (f"custom names must match {_CUSTOM_RE.pattern}" if custom
+                else "trait names hold only A-Z, 0-9 and _")
+        reasons.append(f"{rule}, and it has {foreign}")
     if len(name) > MAX_TRAIT_LENGTH:
-        return f"longer than {MAX_TRAIT_LENGTH} characters"
-    if not _CUSTOM_RE.match(name) or name == CUSTOM_PREFIX:
-        return "custom names must match ^CUSTOM_[A-Z0-9_]+$"
-    return None
+        reasons.append(f"trait names are at most {MAX_TRAIT_LENGTH} "
+                       f"characters, and it has {len(name)}")
+    return "; ".join(reasons) or None
+
+
+#: How many of a name's foreign characters a reason shows.
+_SHOWN_CHARACTERS = 5
+
+
+def _foreign_characters(name: str) -> str:
+    """The characters of ``name`` outside ``[A-Z0-9_]``, in words
+    (``""`` when there are none)."""
+    lower = False
+    others: dict[str, None] = {}
+    for char in name:
+        if "a" <= char <= "z":
+            lower = True
+        elif not ("A" <= char <= "Z" or "0" <= char <= "9" or char == "_"):
+            others.setdefault(char)
+    shown = ", ".join(map(repr, list(others)[:_SHOWN_CHARACTERS]))
+    if len(others) > _SHOWN_CHARACTERS:
+        shown += f" and {len(others) - _SHOWN_CHARACTERS} more"
+    words = (["lower-case letters"] if lower else []) + (
+        [f"the character{'s' if len(others) > 1 else ''} {shown}"]
+        if others else [])
+    return " and ".join(words)
 
 
 def validate_trait(name: str) -> str:

@@ -40,12 +40,13 @@ from virtdriver.drivers.base import (
     ComputeDriver, DriverError, NodeCapabilities, ProviderTreeLike)
 from virtdriver.drivers.host_resources import (
     HostResourceError, HostResources, host_resources)
-from virtdriver.drivers.host_tree import publish_host
+from virtdriver.drivers.host_tree import provider_reports, publish_host
 from virtdriver.drivers.nova_tree import NovaProfile, publish_nova
 from virtdriver.drivers.libvirt.capabilities import LIBVIRT_CAPABILITIES
 from virtdriver.drivers.libvirt.connection import (
     LibvirtConnectionError, state_dir)
 from virtdriver.drivers.libvirt.cpu_map_loader import load_cpu_map
+from virtdriver.drivers.libvirt.devices import devices_summary
 from virtdriver.drivers.libvirt.host import (
     ONLINE_FROM_CAPABILITIES, ONLINE_FROM_CPU_MAP, HostReading, Unknown)
 from virtdriver.drivers.libvirt.session import LibvirtSession
@@ -146,7 +147,7 @@ class LibvirtDriver(ComputeDriver):
         if self._session is None:
             self._session = LibvirtSession(
                 self._uri or self._conf.libvirt.connection_uri,
-                config=config)
+                config=config, nodedev_uri=self._conf.libvirt.nodedev_uri)
         try:
             self._cpu_map = load_cpu_map()
         except CapabilityXMLError as exc:
@@ -189,6 +190,7 @@ class LibvirtDriver(ComputeDriver):
                                            else unknown.describe()),
             "libvirt_version": reading.libvirt_version,
             "hypervisor_version": reading.hypervisor_version,
+            "devices": devices_summary(reading.devices),
             "domain_capabilities": [
                 {"label": r.label, "read": r.caps is not None,
                  "error": r.error} for r in reading.domains]})
@@ -200,7 +202,8 @@ class LibvirtDriver(ComputeDriver):
         per NUMA cell with CPUs, memory, huge pages and CPU traits; or,
         with the ``nova`` profile, everything on the root, Nova's way."""
         self.require_node(nodename)
-        reading = self._reading()
+        # The nova profile publishes no devices (Nova's own code does).
+        reading = self._reading(fresh_devices=self._profile != "nova")
         resources, unknown = self._resources(reading)
         report = self._report(reading, resources, unknown)
         if self._profile == "nova":
@@ -233,6 +236,17 @@ class LibvirtDriver(ComputeDriver):
             return self._disk_gb()
         return self._disk_gb
 
+    def provider_traits(self, nodename: str) -> Mapping[str, TraitReport]:
+        """The report each provider follows, as the tree publishes them
+        (:func:`~..host_tree.provider_reports`)."""
+        self.require_node(nodename)
+        reading = self._reading()
+        resources, unknown = self._resources(reading)
+        return provider_reports(nodename, reading.host,
+                                self._report(reading, resources, unknown),
+                                nested=(self._nested
+                                        and self._profile != "nova"))
+
     def node_resources(self, nodename: str) -> HostResources:
         """The host's NUMA cells as the tree publishes them (from the
         cached reading)."""
@@ -244,9 +258,9 @@ class LibvirtDriver(ComputeDriver):
         if self._session is not None:
             self._session.close()
 
-    def _reading(self) -> HostReading:
+    def _reading(self, *, fresh_devices: bool = False) -> HostReading:
         try:
-            return self.session.reading()
+            return self.session.reading(fresh_devices=fresh_devices)
         except LibvirtConnectionError as exc:
             raise DriverError(str(exc)) from exc
         except CapabilityXMLError as exc:
@@ -293,19 +307,29 @@ class LibvirtDriver(ComputeDriver):
 
     def _report(self, reading: HostReading, resources: HostResources,
                 online_unknown: Unknown | None) -> TraitReport:
-        """The trait report; derived again only when the reading (a new
-        one after a reconnect, a version change or :meth:`refresh`) or
-        the usable CPUs change, not on every periodic."""
+        """The trait report; derived again only when what it reads (host
+        and domain capabilities, after a reconnect, a version change or
+        :meth:`refresh`) or the usable CPUs change, not on every update
+        (node devices, read again each update, are not among them)."""
         usable = resources.pcpus | resources.vcpus
         note = None if online_unknown is None else NOT_REPORTED
         cached = self._report_cache
-        if (cached is not None and cached[0] is reading
-                and cached[1:3] == (usable, note)):
+        if (cached is not None and cached[1:3] == (usable, note)
+                and _same_sources(cached[0], reading)):
             return cached[3]
         report = trait_report(reading, self._cpu_map, usable_cpus=usable,
                               online_cpus_note=note)
         self._report_cache = (reading, usable, note, report)
         return report
+
+
+def _same_sources(old: HostReading, new: HostReading) -> bool:
+    """Whether the trait report of ``old`` holds for ``new``: the same
+    host and domain capabilities, configuration and versions."""
+    return (old.host is new.host and old.domains is new.domains
+            and old.config is new.config
+            and (old.libvirt_version, old.hypervisor_version)
+            == (new.libvirt_version, new.hypervisor_version))
 
 
 def node_uuid(nodename: str) -> str:
