@@ -50,6 +50,18 @@ class LibvirtDriver(nova_libvirt.LibvirtDriver):
         super().__init__(virtapi, read_only)
         self._virtdriver: dict[str, VDLibvirt] = {}
 
+    def init_host(self, host):
+        """virtdriver's check of ``nova.conf`` first: a value it cannot
+        model stops ``nova-compute`` here, naming the option; then
+        Nova's own start-up."""
+        try:
+            from_nova_conf(CONF)
+        except ConfigError as exc:
+            raise exception.InvalidConfiguration(
+                f"virtdriver: {exc}; fix nova.conf, or set "
+                "compute_driver = libvirt.LibvirtDriver") from exc
+        return super().init_host(host)
+
     def _reporter(self, nodename: str) -> VDLibvirt:
         """virtdriver's libvirt driver for ``nodename``, built once."""
         reporter = self._virtdriver.get(nodename)

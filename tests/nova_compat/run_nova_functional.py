@@ -102,6 +102,14 @@ EXCLUSIONS: dict[str, str] = {
         "cpu_dedicated_set = 0-2 names CPU 2 of a 2-CPU host, which "
         "virtdriver refuses (getCPUMap: CPUs 0-1)",
 }
+#: Tests whose outcome changes from run to run in the control itself
+#: (Nova's tests, Nova's reporting): reported, not compared.
+NOVA_FLAKY: dict[str, str] = {
+    _LIBVIRT + "test_numa_servers.NUMAServersWithNetworksTest"
+    ".test_cold_migrate_with_physnet":
+        "fails or passes in the control from run to run (its mocked "
+        "filter sees no physnet when run alone); not about reporting",
+}
 TIMEOUT = "300"
 #: Seconds without a test ending after which a run is killed.
 STALL = int(TIMEOUT) + 120
@@ -297,14 +305,21 @@ def _compare(outcome: dict) -> int:
     if modes != ["control", "virtdriver"]:
         return 0
     control, ours = outcome["control"], outcome["virtdriver"]
+    for test, cause in NOVA_FLAKY.items():
+        if test in control:
+            print(f"  flaky in Nova, not compared: {test} (control "
+                  f"{control[test]['status']}, virtdriver "
+                  f"{ours.get(test, {}).get('status')}): {cause}")
     lost = sorted(t for t, r in control.items() if r["status"] == "pass"
-                  and ours.get(t, {}).get("status") != "pass")
+                  and ours.get(t, {}).get("status") != "pass"
+                  and t not in NOVA_FLAKY)
     unexplained = [t for t in lost if t not in EXCLUSIONS]
     for test in lost:
         cause = EXCLUSIONS.get(test, "NOT EXCLUDED")
         print(f"  lost: {test}\n        {cause}\n        "
               f"{ours.get(test, {}).get('error', 'not run')}")
-    total = sum(r["status"] == "pass" for r in control.values())
+    total = sum(r["status"] == "pass" for t, r in control.items()
+                if t not in NOVA_FLAKY)
     print(f"\nvirtdriver passes {total - len(lost)} of the control's "
           f"{total} passes; {len(lost) - len(unexplained)} excluded, "
           f"{len(unexplained)} unexplained")
