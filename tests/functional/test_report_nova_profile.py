@@ -78,3 +78,12 @@ def test_traits_are_derived_again_only_for_a_new_reading(monkeypatch,
     driver.update_provider_tree(tree, "node")
     assert len(derived) == 2
     assert tree.data("node").traits == first
+
+
+def test_an_unknown_profile_is_refused():
+    from virtdriver.drivers.base import DriverError
+    from virtdriver.drivers.libvirt.driver import LibvirtDriver
+
+    with pytest.raises(DriverError, match="unknown tree profile 'flat'; "
+                                          "use one of numa, nova"):
+        LibvirtDriver(uri=URI, profile="flat")
