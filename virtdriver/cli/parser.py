@@ -211,7 +211,7 @@ def _add_driver_selection(parser: argparse.ArgumentParser, *,
                         help="libvirt driver: the tree's shape: numa "
                              "(default; NUMA cells as children) or nova "
                              "(Nova's flat root, no page-size inventory; "
-                             "docs/nova.md)")
+                             "virtdriver help nova)")
     _add_host_options(parser, output=output)
     _add_pinning_options(parser)
 
