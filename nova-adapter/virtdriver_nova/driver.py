@@ -73,10 +73,12 @@ class LibvirtDriver(nova_libvirt.LibvirtDriver):
             raise exception.NovaException(
                 f"virtdriver: {exc}; fix nova.conf") from exc
         host = self._host
+        uri = self._uri()  # Nova's choice: [libvirt] connection_uri or
+        # the virt type's default
 
         def opener(_uri):
             return host.get_connection(), URIChoice(
-                host._uri, "Nova's own libvirt connection")
+                uri, "Nova's own libvirt connection")
 
         reporter = VDLibvirt(
             conf=conf, session=LibvirtSession(opener=opener),
