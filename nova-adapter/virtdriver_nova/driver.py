@@ -19,6 +19,7 @@ allocations Nova gives are moved.
 
 from __future__ import annotations
 
+import collections
 import copy
 import logging
 
@@ -118,30 +119,31 @@ class LibvirtDriver(nova_libvirt.LibvirtDriver):
                                           pinned.__contains__)
                 LOG.info("virtdriver: moved VCPU to PCPU for %d consumers "
                          "on %s", len(moved), nodename)
+            # Nova's vGPU and memory-encryption code looks for its old
+            # inventory on the root to decide on a reshape: it runs
+            # before the root is replaced, as in Nova's own driver.
+            self._update_provider_tree_for_vgpu(
+                provider_tree, nodename, allocations=allocations)
+            self._update_provider_tree_for_memory_encryption(
+                provider_tree, nodename, allocations=allocations)
             reporter.update_provider_tree(provider_tree, nodename)
         except DriverError as exc:
             raise exception.NovaException(f"virtdriver: {exc}") from exc
-        self._nova_extras(provider_tree, nodename, allocations)
+        self._nova_vpmems(provider_tree, nodename)
         # Nova's spawn and claims read the tree the driver last reported.
         self.provider_tree = copy.deepcopy(provider_tree)
 
-    def _nova_extras(self, provider_tree, nodename, allocations):
-        """What virtdriver does not model, by Nova's own code: vGPU
-        children, vPMEM and memory-encryption inventories (each does
-        nothing on a host without them)."""
-        self._update_provider_tree_for_vgpu(
-            provider_tree, nodename, allocations=allocations)
+    def _nova_vpmems(self, provider_tree, nodename):
+        """Virtual persistent memory inventories, by Nova's own code, on
+        the root virtdriver just published (nothing without vPMEM)."""
+        if not self._vpmems_by_rc:
+            return
         inventory = dict(provider_tree.data(nodename).inventory)
-        resources = {}
-        if self._vpmems_by_rc:
-            from collections import defaultdict
-            resources = defaultdict(set)
-            self._update_provider_tree_for_vpmems(
-                provider_tree, nodename, inventory, resources)
-            provider_tree.update_inventory(nodename, inventory)
-            provider_tree.update_resources(nodename, resources)
-        self._update_provider_tree_for_memory_encryption(
-            provider_tree, nodename, allocations=allocations)
+        resources = collections.defaultdict(set)
+        self._update_provider_tree_for_vpmems(
+            provider_tree, nodename, inventory, resources)
+        provider_tree.update_inventory(nodename, inventory)
+        provider_tree.update_resources(nodename, resources)
 
     def _pinned_consumers(self, nodename: str) -> set[str]:
         """Consumers whose ``VCPU`` on ``nodename`` are dedicated CPUs:
