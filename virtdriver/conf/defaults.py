@@ -48,6 +48,7 @@ DEFAULTS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     }),
     "libvirt": MappingProxyType({
         "connection_uri": "",
+        "nodedev_uri": "",
         "virt_type": None,
         "cpu_mode": None,
         "cpu_models": [],

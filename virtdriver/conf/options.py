@@ -99,6 +99,12 @@ LIBVIRT_OPTS = [
         help="libvirt URI to open. Empty: qemu:///system if a daemon "
              "answers, else qemu:///embed, else test:///default."),
     cfg.StrOpt(
+        "nodedev_uri", default="",
+        help="libvirt URI to read host devices from when connection_uri "
+             "has no node-device API (qemu:///embed). Empty: "
+             "nodedev:///system for root, else nodedev:///session; if no "
+             "daemon answers, devices are unknown (none added or removed)."),
+    cfg.StrOpt(
         "virt_type", choices=VIRT_TYPES,
         help="Guest virt type. Unset: kvm when libvirt offers kvm guests "
              "of the host arch, else qemu."),

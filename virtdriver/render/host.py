@@ -49,6 +49,7 @@ def render_json(reading: HostReading, uri_reason: str,
         data["domain"] = {"unknown": False,
                           "summary": _domain_summary(reading.domain),
                           **dataclasses.asdict(reading.domain)}
+    data["devices"] = _devices_summary(reading)
     data["trait_documents"] = [
         {"label": r.label, "arch": r.key.arch, "machine": r.key.machine,
          "virt_type": r.key.virt_type, "read": r.caps is not None,
@@ -81,6 +82,7 @@ def render_text(reading: HostReading, uri_reason: str,
     traits."""
     lines = [f"libvirt URI: {reading.uri}", f"  why: {uri_reason}", ""]
     lines += _host_lines(reading.host)
+    lines.append(render_devices(_devices_summary(reading)).rstrip("\n"))
     lines.append("")
     lines += _domain_lines(reading)
     lines.append("")
@@ -111,8 +113,33 @@ def render_node_source(facts: Mapping[str, Any],
     if "uri" not in facts:
         return ""
     why = uri_reason or facts.get("uri_reason", "")
+    devices = facts.get("devices")
     return (f"libvirt URI: {facts['uri']}\n  why: {why}\n"
-            f"{render_online_cpus(facts)}\n")
+            f"{render_online_cpus(facts)}"
+            f"{render_devices(devices) if devices else ''}\n")
+
+
+def render_devices(summary: Mapping[str, Any]) -> str:
+    """The devices line: what was read and from where, or why unknown
+    (``summary`` as :func:`~virtdriver.drivers.libvirt.devices.
+    devices_summary` gives it)."""
+    if not summary.get("known"):
+        return (f"  devices: unknown ({summary.get('reason')}); no device "
+                "provider is added or removed\n")
+    line = (f"  devices: {summary['pci_functions']} PCI functions, "
+            f"{summary['mdev_parents']} mdev parents, {summary['mdevs']} "
+            f"mdevs (from {summary['source']})")
+    if summary.get("vanished"):
+        line += f"; gone while read: {', '.join(summary['vanished'])}"
+    for ignored in summary.get("ignored", ()):
+        line += f"; ignored {ignored['name']}: {ignored['reason']}"
+    return line + "\n"
+
+
+def _devices_summary(reading: HostReading) -> dict[str, Any]:
+    from virtdriver.drivers.libvirt.devices import devices_summary
+
+    return devices_summary(reading.devices)
 
 
 def render_online_cpus(facts: Mapping[str, Any]) -> str:

@@ -126,7 +126,9 @@ class PCIDevice:
     when the document has no ``<class>``.  ``physical_function`` is set on
     an SR-IOV VF, ``virtual_functions``/``max_virtual_functions`` on a PF
     (libvirt lists only the VFs currently enabled).  ``source`` names the
-    document the device was read from (for evidence in ``explain``).
+    document the device was read from (for evidence in ``explain``);
+    it is not compared: the same device read from a daemon or replayed
+    from a snapshot is equal.
     """
 
     name: str
@@ -145,7 +147,7 @@ class PCIDevice:
     product_name: str | None = None
     driver: str | None = None
     parent: str | None = None
-    source: str = ""
+    source: str = field(default="", compare=False)
 
     @property
     def is_pf(self) -> bool:
@@ -184,7 +186,7 @@ class MdevParent:
     mdev_types: tuple[MdevType, ...] = ()
     address: str | None = None
     parent: str | None = None
-    source: str = ""
+    source: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,15 +211,18 @@ class HostDevices:
     ``source`` names where they were read (a URI, a snapshot directory).
     ``vanished`` names devices listed but gone before their XML could be
     read (hot-unplugged during the reading; see
-    ``docs/devices-reading.md``).  Build it with :meth:`build`, which
-    indexes the lookups.
+    ``docs/devices-reading.md``).  ``ignored`` holds ``(name, reason)``
+    for devices read but left out: a PCI function whose address is out of
+    PCI's ranges (libvirt accepts ``<bus>4294967295</bus>``).  Build it
+    with :meth:`build`, which indexes the lookups.
     """
 
     pci: tuple[PCIDevice, ...] = ()
     other_mdev_parents: tuple[MdevParent, ...] = ()
     mdevs: tuple[Mdev, ...] = ()
-    source: str = ""
+    source: str = field(default="", compare=False)
     vanished: tuple[str, ...] = ()
+    ignored: tuple[tuple[str, str], ...] = ()
     _by_address: dict = field(default=None, compare=False, hash=False,
                               repr=False)
 
@@ -226,11 +231,11 @@ class HostDevices:
 
     @classmethod
     def build(cls, pci=(), other_mdev_parents=(), mdevs=(), *,
-              source: str = "", vanished=()) -> HostDevices:
+              source: str = "", vanished=(), ignored=()) -> HostDevices:
         """The reading of these devices, PCI functions sorted by address."""
         ordered = tuple(sorted(pci, key=_ADDRESS_KEY))
         return cls(ordered, tuple(other_mdev_parents), tuple(mdevs), source,
-                   tuple(vanished),
+                   tuple(vanished), tuple(ignored),
                    {device.address: device for device in ordered})
 
     def by_address(self, address: PCIAddress | str) -> PCIDevice | None:

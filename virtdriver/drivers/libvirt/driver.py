@@ -45,6 +45,7 @@ from virtdriver.drivers.libvirt.capabilities import LIBVIRT_CAPABILITIES
 from virtdriver.drivers.libvirt.connection import (
     LibvirtConnectionError, state_dir)
 from virtdriver.drivers.libvirt.cpu_map_loader import load_cpu_map
+from virtdriver.drivers.libvirt.devices import devices_summary
 from virtdriver.drivers.libvirt.host import (
     ONLINE_FROM_CAPABILITIES, ONLINE_FROM_CPU_MAP, HostReading, Unknown)
 from virtdriver.drivers.libvirt.session import LibvirtSession
@@ -128,7 +129,7 @@ class LibvirtDriver(ComputeDriver):
         if self._session is None:
             self._session = LibvirtSession(
                 self._uri or self._conf.libvirt.connection_uri,
-                config=config)
+                config=config, nodedev_uri=self._conf.libvirt.nodedev_uri)
         try:
             self._cpu_map = load_cpu_map()
         except CapabilityXMLError as exc:
@@ -170,6 +171,7 @@ class LibvirtDriver(ComputeDriver):
                                            else unknown.describe()),
             "libvirt_version": reading.libvirt_version,
             "hypervisor_version": reading.hypervisor_version,
+            "devices": devices_summary(reading.devices),
             "domain_capabilities": [
                 {"label": r.label, "read": r.caps is not None,
                  "error": r.error} for r in reading.domains]})
@@ -180,7 +182,7 @@ class LibvirtDriver(ComputeDriver):
         """Publish the host: root with DISK_GB and host traits, one child
         per NUMA cell with CPUs, memory, huge pages and CPU traits."""
         self.require_node(nodename)
-        reading = self._reading()
+        reading = self._reading(fresh_devices=True)
         resources, unknown = self._resources(reading)
         publish_host(tree, nodename, host=reading.host, resources=resources,
                      report=self._report(reading, resources, unknown),
@@ -200,9 +202,9 @@ class LibvirtDriver(ComputeDriver):
         if self._session is not None:
             self._session.close()
 
-    def _reading(self) -> HostReading:
+    def _reading(self, *, fresh_devices: bool = False) -> HostReading:
         try:
-            return self.session.reading()
+            return self.session.reading(fresh_devices=fresh_devices)
         except LibvirtConnectionError as exc:
             raise DriverError(str(exc)) from exc
         except CapabilityXMLError as exc:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import platform
 from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import libvirt
 
@@ -21,9 +22,11 @@ from virtdriver.capabilities import (
     parse_domain_capabilities,
     parse_host_capabilities,
 )
+from virtdriver.capabilities.devices import DevicesReading, DevicesUnknown
 from virtdriver.capabilities.traits.config import TraitConfig
 from virtdriver.capabilities.traits.domain_selection import domain_keys
 from virtdriver.capabilities.traits.model import DomainKey, DomainReading
+from virtdriver.drivers.libvirt.devices import read_devices
 
 #: Where the driver's online CPUs came from (``facts["online_cpus_source"]``):
 #: libvirt's ``getCPUMap``, or — libvirt did not report it — every CPU the
@@ -84,6 +87,9 @@ class HostReading:
             or failed, the default-machine one first.
         libvirt_version: ``getLibVersion()``, ``None`` if it failed.
         hypervisor_version: ``getVersion()``, ``None`` if it failed.
+        devices: the node devices (:mod:`.devices`), or why they are
+            unknown; re-read once per update (see
+            :meth:`.session.LibvirtSession.reading`).
     """
 
     uri: str
@@ -94,6 +100,7 @@ class HostReading:
     domains: tuple[DomainReading, ...] = ()
     libvirt_version: int | None = None
     hypervisor_version: int | None = None
+    devices: DevicesReading = DevicesUnknown("not read")
 
     @property
     def virt_type(self) -> str:
@@ -102,8 +109,14 @@ class HostReading:
 
 
 def read_host(conn: CapabilitySource, uri: str,
-              config: TraitConfig | None = None) -> HostReading:
-    """Read host capabilities, the domain capabilities that count, versions.
+              config: TraitConfig | None = None, *,
+              devices: Callable[[Any, str], DevicesReading] | None = None
+              ) -> HostReading:
+    """Read host capabilities, the domain capabilities that count, versions
+    and node devices.
+
+    ``devices(conn, uri)`` reads the node devices; by default
+    :func:`.devices.read_devices` with its defaults.
 
     An unset virt type (the default config) is ``kvm`` when libvirt lists a
     kvm domain for the host arch and ``qemu`` otherwise.
@@ -129,7 +142,8 @@ def read_host(conn: CapabilitySource, uri: str,
             else DomainReading(key, error=answer.describe())
             for key, answer in zip(keys, answers, strict=True)),
         libvirt_version=_version(conn.getLibVersion),
-        hypervisor_version=_version(conn.getVersion))
+        hypervisor_version=_version(conn.getVersion),
+        devices=(devices or read_devices)(conn, uri))
 
 
 def _read_domain(conn: CapabilitySource, uri: str,

@@ -4,12 +4,14 @@
 bounded backoff when libvirt reports the connection gone, and caches the
 host reading until it is invalidated: on reconnect, when libvirt's or the
 hypervisor's version changes, or on request.  Nothing is cached for the
-life of the process.
+life of the process.  Node devices change more often (hot-plug, mdevs):
+``reading(fresh_devices=True)`` re-reads them, once per update.
 """
 
 from __future__ import annotations
 
 import logging
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +22,7 @@ import libvirt
 from virtdriver.capabilities.traits.config import TraitConfig
 from virtdriver.drivers.libvirt.connection import (
     LibvirtConnectionError, URIChoice, open_connection)
+from virtdriver.drivers.libvirt.devices import DeviceParseCache, read_devices
 from virtdriver.drivers.libvirt.host import (
     HostReading, Unknown, read_host, unknown_from)
 
@@ -52,13 +55,17 @@ class LibvirtSession:
         opener: opens a URI (tests pass fakes).
         backoff: waits before each re-open attempt after a drop.
         sleep: how to wait (tests pass a recorder).
+        nodedev_uri: where to read node devices when the URI has no
+            node-device API (``None``: the default daemon's, see
+            :func:`~virtdriver.drivers.libvirt.devices.read_devices`).
     """
 
     def __init__(self, uri: str | None = None, *,
                  config: TraitConfig | None = None,
                  opener: Opener = open_connection,
                  backoff: Sequence[float] = DEFAULT_BACKOFF,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep,
+                 nodedev_uri: str | None = None) -> None:
         self._uri = uri
         self._config = config or TraitConfig()
         self._opener = opener
@@ -69,6 +76,9 @@ class LibvirtSession:
         self._choice: URIChoice | None = None
         self._reading: HostReading | None = None
         self._versions: tuple[int | None, int | None] | None = None
+        self._nodedev_uri = nodedev_uri or None
+        self._device_cache = DeviceParseCache()
+        self._devices_fresh = False  # the reading's devices not yet used
         self.reconnects = 0
 
     @property
@@ -84,8 +94,12 @@ class LibvirtSession:
         with self._lock:
             self._reading = None
 
-    def reading(self) -> HostReading:
-        """The host reading: cached until invalidated or versions change."""
+    def reading(self, *, fresh_devices: bool = False) -> HostReading:
+        """The host reading: cached until invalidated or versions change.
+
+        ``fresh_devices``: node devices as they are now (an update asks
+        for it once): read again unless the reading was just taken.
+        """
         with self._lock:
             versions = self.call(lambda c: (c.getLibVersion(), c.getVersion()))
             if self._reading is not None and versions != self._versions:
@@ -94,9 +108,21 @@ class LibvirtSession:
                 self._reading = None
             if self._reading is None:
                 self._reading = self.call(
-                    lambda c: read_host(c, self.choice.uri, self._config))
+                    lambda c: read_host(c, self.choice.uri, self._config,
+                                        devices=self._read_devices))
                 self._versions = versions
+                self._devices_fresh = True
+            elif fresh_devices and not self._devices_fresh:
+                self._reading = dataclasses.replace(
+                    self._reading, devices=self.call(
+                        lambda c: self._read_devices(c, self.choice.uri)))
+            if fresh_devices:
+                self._devices_fresh = False
             return self._reading
+
+    def _read_devices(self, conn: Any, uri: str):
+        return read_devices(conn, uri, nodedev_uri=self._nodedev_uri,
+                            cache=self._device_cache)
 
     def online_cpus(self) -> frozenset[int] | Unknown:
         """Online host CPUs, from ``getCPUMap`` (never cached).
