@@ -51,6 +51,7 @@ from virtdriver.providers.record import MAX_NAME_LENGTH as NAME_LIMIT
 
 LOG = logging.getLogger(__name__)
 
+_NONE = Ownership()
 #: ``used(uuid)``: resource class → amount allocated on that provider,
 #: or ``None`` when that cannot be known.
 Used = Callable[[str], "Mapping[str, int] | None"]
@@ -103,7 +104,7 @@ def existing_device_providers(tree: Any, nodename: str) -> dict[str, Any]:
 def publish_devices(tree: Any, nodename: str,
                     offers: tuple[DeviceOffer, ...] | None, *,
                     nested: bool = True, used: Used | None = None,
-                    rule_owned: Ownership = Ownership()
+                    rule_owned: Ownership = _NONE
                     ) -> DevicePublication:
     """Bring ``nodename``'s device providers up to date (module doc)."""
     used = used or (lambda uuid: None)

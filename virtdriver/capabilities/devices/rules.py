@@ -70,9 +70,9 @@ class AddressPattern:
         values = _fields(address)
         if self.exact is not None:
             return all(want is None or want == value
-                       for want, value in zip(self.exact, values))
+                       for want, value in zip(self.exact, values, strict=True))
         return all(pattern.match(value)
-                   for pattern, value in zip(self.regex, values))
+                   for pattern, value in zip(self.regex, values, strict=True))
 
 
 def parse_address(value: object) -> AddressPattern:
@@ -109,7 +109,7 @@ def parse_address(value: object) -> AddressPattern:
     parts = [ANY] * (3 - len(parts)) + parts
     parts.append(function)
     exact: list[str | None] = []
-    for (name, limit, width), text in zip(_FIELDS, parts):
+    for (name, limit, width), text in zip(_FIELDS, parts, strict=True):
         text = text.strip()
         if text in ("", ANY):
             exact.append(None)

@@ -19,8 +19,9 @@ from as evidence:
   does (``CUSTOM_<NAME>`` unless standard).  The driver owns them while
   a rule names them (:func:`rule_ownership`).
 
-The families derive nothing from a host reading (:class:`TraitFamily`'s
-``derive`` yields nothing): the libvirt driver answers for them per
+The families derive nothing from a host reading (the device kind's
+static traits are unasserted on the root and the cells; the prefixed
+families yield nothing): the libvirt driver answers for them per
 provider with :func:`offer_traits`, and they are in its registry so the
 tracker reconciles them like any other.
 """
@@ -28,6 +29,8 @@ tracker reconciles them like any other.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from types import MappingProxyType
 
 import os_traits
 
@@ -35,6 +38,7 @@ from virtdriver.capabilities.devices.model import MdevParent, PCIDevice
 from virtdriver.capabilities.devices.selection import (
     MDEV, PCI, VF_POOL, DeviceOffer)
 from virtdriver.capabilities.devices.rules import DeviceRules
+from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.model import (
     DerivationInputs, Evidence, TraitFamily, TraitResult, TraitState)
 from virtdriver.capabilities.traits.ownership import Ownership
@@ -53,9 +57,19 @@ def _nothing(inputs: DerivationInputs) -> Iterator[TraitResult]:
     return iter(())
 
 
-KIND = TraitFamily("device kind", frozenset({
-    os_traits.COMPUTE_MANAGED_PCI_DEVICE, os_traits.HW_NIC_SRIOV, MISSING}),
-    _nothing)
+_KIND_TRAITS = frozenset({os_traits.COMPUTE_MANAGED_PCI_DEVICE,
+                          os_traits.HW_NIC_SRIOV, MISSING})
+
+
+def _not_on_host(inputs: DerivationInputs) -> Iterator[TraitResult]:
+    # The root and the cells never carry them; device providers answer
+    # for themselves (offer_traits).
+    for trait in sorted(_KIND_TRAITS):
+        yield TraitResult(trait, TraitState.UNASSERTED, "device kind", (
+            Evidence("device providers", "carry this trait, not the host"),))
+
+
+KIND = TraitFamily("device kind", _KIND_TRAITS, _not_on_host)
 VENDOR = TraitFamily("pci vendor", frozenset(), _nothing, (VENDOR_PREFIX,))
 PRODUCT = TraitFamily("pci product", frozenset(), _nothing, (PRODUCT_PREFIX,))
 CLASS = TraitFamily("pci class", frozenset(), _nothing, (CLASS_PREFIX,))
@@ -132,3 +146,17 @@ def missing_result(name: str, why: str) -> TraitResult:
     """:data:`MISSING` asserted on provider ``name``, saying why."""
     return KIND.result(MISSING, TraitState.ASSERTED, Evidence(
         f"device provider {name}", why))
+
+
+def with_device_results(report: TraitReport, results: Iterable[TraitResult],
+                        ownership: Ownership) -> TraitReport:
+    """``report`` answering for the device providers' traits too (a name
+    a host family already answers for keeps that answer)."""
+    merged = dict(report.results)
+    mine = {family.name for family in FAMILIES}
+    for result in results:
+        earlier = merged.get(result.trait)
+        if earlier is None or earlier.family in mine:
+            merged[result.trait] = result
+    return replace(report, results=MappingProxyType(dict(sorted(
+        merged.items()))), ownership=report.ownership.union(ownership))

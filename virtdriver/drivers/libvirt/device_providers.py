@@ -1,0 +1,106 @@
+"""The libvirt driver's device providers: rules, selection, publication.
+
+One :class:`DeviceProviders` per driver holds the operator's rules
+(:func:`~virtdriver.conf.devices.device_rules`) and, per update, turns
+the reading's devices into providers (:func:`~..device_tree.publish_devices`)
+and the node's trait report into one that answers for their traits too.
+
+What is allocated on a device provider comes from the ``allocations``
+the tracker passes to ``update_provider_tree`` (Nova's shape: consumer →
+``{"allocations": {provider uuid: {"resources": {class: amount}}}}``),
+else from ``usage`` (provider uuid → class → amount, or ``None``:
+unknown; the agent can ask Placement), else it is not known — then a
+gone device's provider is removed from the tree and the sync keeps it
+if Placement says it is still allocated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from virtdriver.capabilities.devices.model import DevicesReading
+from virtdriver.capabilities.devices.rules import DeviceRules
+from virtdriver.capabilities.devices.selection import (
+    SelectionError, select_devices)
+from virtdriver.capabilities.traits.derive import TraitReport
+from virtdriver.capabilities.traits.device_providers import (
+    DEVICE_OWNERSHIP, KIND, offer_traits, rule_ownership,
+    with_device_results)
+from virtdriver.capabilities.traits.model import TraitResult, TraitState
+from virtdriver.capabilities.traits.registry import LIBVIRT_OWNERSHIP
+from virtdriver.drivers.base import DriverError
+from virtdriver.drivers.device_tree import publish_devices
+
+NO_RULES = DeviceRules()
+#: ``usage(uuid)``: class → amount allocated on that provider, or None.
+Usage = Callable[[str], "Mapping[str, int] | None"]
+
+
+def usage_from_allocations(allocations: Mapping[str, Any]) -> Usage:
+    """``usage`` read from Nova-shaped ``allocations``."""
+    totals: dict[str, dict[str, int]] = {}
+    for consumer in allocations.values():
+        for rp, entry in (consumer.get("allocations") or {}).items():
+            row = totals.setdefault(rp, {})
+            for rc, amount in (entry.get("resources") or {}).items():
+                row[rc] = row.get(rc, 0) + int(amount)
+    return lambda uuid: totals.get(uuid, {})
+
+
+class DeviceProviders:
+    """Device rules and the last publication of one driver."""
+
+    def __init__(self, rules: DeviceRules = NO_RULES,
+                 usage: Usage | None = None) -> None:
+        self.rules = rules
+        self._usage = usage
+        self._rule_owned = rule_ownership(rules)
+        self.ownership = (LIBVIRT_OWNERSHIP.union(self._rule_owned)
+                          if self._rule_owned.static else LIBVIRT_OWNERSHIP)
+        self._published: tuple[object, tuple[TraitResult, ...]] | None = None
+
+    def offers(self, devices: DevicesReading):
+        """The offers of ``devices``, ``None`` when they are unknown.
+
+        Raises:
+            DriverError: the rules conflict on this host.
+        """
+        if not devices.known:
+            return None
+        try:
+            return select_devices(devices, self.rules)
+        except SelectionError as exc:
+            raise DriverError(f"device rules: {exc}") from exc
+
+    def publish(self, tree: Any, nodename: str, devices: DevicesReading, *,
+                nested: bool,
+                allocations: Mapping[str, Any] | None = None) -> None:
+        """Bring the device providers up to date; remember their traits
+        for :meth:`report` of the same reading."""
+        offers = self.offers(devices)
+        used = (usage_from_allocations(allocations)
+                if allocations is not None else self._usage)
+        try:
+            done = publish_devices(tree, nodename, offers, nested=nested,
+                                   used=used, rule_owned=self._rule_owned)
+        except SelectionError as exc:
+            raise DriverError(f"device rules: {exc}") from exc
+        self._published = (devices, done.results)
+
+    def report(self, report: TraitReport, devices: DevicesReading
+               ) -> TraitReport:
+        """``report`` answering for device traits: those the last
+        publication of ``devices`` set, else those its offers derive."""
+        if self._published is not None and self._published[0] is devices:
+            results = self._published[1]
+        else:
+            found: dict[str, TraitResult] = {}
+            for offer in self.offers(devices) or ():
+                for result in offer_traits(offer):
+                    found.setdefault(result.trait, result)
+            for trait in KIND.traits - found.keys():
+                found[trait] = KIND.result(trait, TraitState.UNASSERTED)
+            results = tuple(found.values())
+        return with_device_results(
+            report, results, DEVICE_OWNERSHIP.union(self._rule_owned))
