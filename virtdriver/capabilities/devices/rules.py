@@ -145,9 +145,12 @@ def _bool_tag(key: str, value: object) -> bool | None:
 
 def normalize_resource_class(name: str) -> str:
     """A rule's ``resource_class`` as Nova reads it: upper case, a
-    standard class kept, anything else made ``CUSTOM_<NAME>``."""
+    standard class kept, anything else made ``CUSTOM_<NAME>`` (a name
+    already ``CUSTOM_`` is not prefixed twice)."""
     upper = name.strip().upper()
-    return upper if upper in orc.STANDARDS else orc.normalize_name(upper)
+    if upper in orc.STANDARDS:
+        return upper
+    return orc.normalize_name(upper.removeprefix(orc.CUSTOM_NAMESPACE))
 
 
 def normalize_traits(text: str) -> tuple[str, ...]:
@@ -159,7 +162,8 @@ def normalize_traits(text: str) -> tuple[str, ...]:
         upper = part.strip().upper()
         if upper:
             names.append(upper if upper in standard
-                         else os_traits.normalize_name(upper))
+                         else os_traits.normalize_name(
+                             upper.removeprefix(os_traits.CUSTOM_NAMESPACE)))
     return tuple(dict.fromkeys(names))
 
 
@@ -284,8 +288,9 @@ def normalize_mdev_class(name: str) -> str:
         ValueError: neither.
     """
     upper = name.strip().upper()
-    if upper in orc.STANDARDS or (upper.startswith(orc.CUSTOM_NAMESPACE)
-                                  and orc.normalize_name(upper) == upper):
+    if upper in orc.STANDARDS or (
+            upper.startswith(orc.CUSTOM_NAMESPACE) and orc.normalize_name(
+                upper.removeprefix(orc.CUSTOM_NAMESPACE)) == upper):
         return upper
     raise ValueError("not a standard resource class (VGPU) nor a "
                      "CUSTOM_ name")
