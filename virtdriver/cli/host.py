@@ -23,6 +23,7 @@ from virtdriver.conf.host import host_name
 from virtdriver.drivers.libvirt.connection import URIChoice
 from virtdriver.drivers.libvirt.cpu_map_loader import (
     DEFAULT_CPU_MAP_DIR, load_cpu_map)
+from virtdriver.drivers.libvirt.devices import read_devices
 from virtdriver.drivers.libvirt.driver import node_uuid
 from virtdriver.drivers.libvirt.host import CapabilitySource, read_host
 from virtdriver.drivers.libvirt.traits import trait_report
@@ -45,8 +46,10 @@ def run_command(args: argparse.Namespace, config: TraitConfig, *,
     if args.command == "explain":  # bad filters fail before libvirt opens
         explain_filters(args, FAMILY_NAMES)
     cpu_map = cpu_map_from(args.cpu_map)
-    reading, choice = read_with(args.uri, opener,
-                                lambda conn, uri: read_host(conn, uri, config))
+    nodedev_uri = conf.libvirt.nodedev_uri or None if conf else None
+    reading, choice = read_with(args.uri, opener, lambda conn, uri: read_host(
+        conn, uri, config, devices=lambda c, u: read_devices(
+            c, u, nodedev_uri=nodedev_uri)))
     report = trait_report(reading, cpu_map)
     if args.command == "explain":
         return run_explain(args, host_traits(conf, report, choice, args),

@@ -149,7 +149,8 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
         from virtdriver.cli.snapshot import run_snapshot
         from virtdriver.conf.host import host_name
         return run_snapshot(args, config, opener=opener,
-                            host=host_name(conf))
+                            host=host_name(conf),
+                            nodedev_uri=conf.libvirt.nodedev_uri or None)
     from virtdriver.cli.host import run_command
     return run_command(args, config, opener=opener, conf=conf)
 

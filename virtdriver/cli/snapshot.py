@@ -27,9 +27,11 @@ from virtdriver.render.progress import progress_bar
 
 def run_snapshot(args: argparse.Namespace, config: TraitConfig, *,
                  opener: Opener, out: TextIO | None = None,
-                 host: str | None = None) -> int:
+                 host: str | None = None,
+                 nodedev_uri: str | None = None) -> int:
     """Record the host into ``args.output``; ``host``: the node name the
-    driver would use (``[DEFAULT] host``), recorded for replays."""
+    driver would use (``[DEFAULT] host``), recorded for replays;
+    ``nodedev_uri``: ``[libvirt] nodedev_uri``."""
     out = out or sys.stdout
     target = pathlib.Path(args.output)
     check_target(target)
@@ -38,7 +40,7 @@ def run_snapshot(args: argparse.Namespace, config: TraitConfig, *,
         documents, choice = read_with(
             args.uri, opener,
             lambda conn, uri: record_host(conn, uri, config, progress=bar,
-                                          host=host))
+                                          host=host, nodedev_uri=nodedev_uri))
     write_whole(target, documents, choice.uri)
     out.write(f"recorded {choice.uri} ({choice.reason}) into {target}: "
               f"host capabilities, {len(documents.domain_capabilities)} "

@@ -207,6 +207,12 @@ class virConnect:  # noqa: N801 - libvirt's name
         self.host = host
         self.read_only = read_only
         self.faults = FaultPlan()
+        refused = host.documents.node_devices_error
+        if refused is not None:  # a recorded host whose devices were unknown
+            self.faults.fail("listAllDevices", repeat=True,
+                             error_code=refused.code,
+                             error_domain=refused.domain,
+                             message=refused.message)
         self.closed = False
         self._lock = threading.Lock()
         self._dropped = False

@@ -65,6 +65,10 @@ class HostDocuments:
         disk_gb: not libvirt's: the size (GiB) of the disk the recording
             host reports as ``DISK_GB``; ``None`` when not recorded (a
             replay then reports no ``DISK_GB``).
+        node_devices_error: the node devices could not be read when the
+            host was recorded (why, in the driver's words): every
+            ``listAllDevices`` call says it again, so a replay reads them
+            as unknown too, never as "no device".
     """
 
     capabilities: str | None = None
@@ -81,3 +85,4 @@ class HostDocuments:
         field(default_factory=lambda: MappingProxyType({}))
     compute_host: str | None = None
     disk_gb: int | None = None
+    node_devices_error: RecordedError | None = None

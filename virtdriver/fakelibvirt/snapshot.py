@@ -96,6 +96,11 @@ def write_snapshot(directory: str | pathlib.Path, documents: HostDocuments,
                     [documents.cpu_map[0], list(documents.cpu_map[1]),
                      documents.cpu_map[2]]),
         "capabilities": None, "domain_capabilities": [], "node_devices": []}
+    if documents.node_devices_error is not None:
+        error = documents.node_devices_error
+        manifest["node_devices_error"] = {
+            "code": error.code, "domain": error.domain,
+            "message": error.message}
     if documents.capabilities is not None:
         (root / CAPABILITIES).write_text(documents.capabilities,
                                          encoding="utf-8")
@@ -192,7 +197,9 @@ def _from_manifest(root: pathlib.Path) -> HostDocuments:
         hostname=str(manifest.get("hostname") or root.name),
         node_devices=MappingProxyType(devices),
         compute_host=_compute_host(manifest, where),
-        disk_gb=_disk_gb(manifest, where))
+        disk_gb=_disk_gb(manifest, where),
+        node_devices_error=_recorded_error(manifest.get("node_devices_error"),
+                                           f"{where}: node_devices_error"))
 
 
 def _compute_host(manifest: Mapping, where: str) -> str | None:
@@ -332,3 +339,14 @@ def _int(manifest: Mapping, name: str, default: int, where: str) -> int:
 
 def _safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def _recorded_error(value: Any, item: str) -> RecordedError | None:
+    if value is None:
+        return None
+    try:
+        return RecordedError(int(value["code"]), int(value["domain"]),
+                             str(value["message"]))
+    except (KeyError, TypeError, ValueError):
+        raise SnapshotError(f"{item}: needs integer code and domain and a "
+                            "message") from None

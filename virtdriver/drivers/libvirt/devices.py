@@ -97,6 +97,9 @@ def read_devices(conn: Any, uri: str, *, nodedev_uri: str | None = None,
     Never raises for libvirt's or the documents' faults: those give
     :class:`DevicesUnknown`, with the URI, the call and libvirt's words.
     """
+    if not hasattr(conn, "listAllDevices"):  # a stand-in, not virConnect
+        return DevicesUnknown(f"{uri}: the connection object has no "
+                              "node-device API (listAllDevices)")
     try:
         return _read_listing(conn, uri, on_document, cache)
     except _Refused as refused:

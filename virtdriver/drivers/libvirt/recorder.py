@@ -14,6 +14,7 @@ from typing import Any
 import libvirt
 
 from virtdriver.capabilities.traits.config import TraitConfig
+from virtdriver.drivers.libvirt.devices import read_devices
 from virtdriver.drivers.libvirt.driver import host_disk_gb
 from virtdriver.drivers.libvirt.host import read_host
 from virtdriver.fakelibvirt.documents import (
@@ -57,12 +58,16 @@ class RecordingConnection:
 def record_host(conn: Any, uri: str,
                 config: TraitConfig | None = None, *,
                 progress: Callable[[int, int], None] | None = None,
-                host: str | None = None) -> HostDocuments:
+                host: str | None = None,
+                nodedev_uri: str | None = None) -> HostDocuments:
     """Read the host through ``conn`` as the driver does; return it all.
 
-    Also records ``getCPUMap``, ``getHostname`` and the node devices
-    (``progress(done, total)`` after each, for a host with many); a call
-    libvirt refuses there is left out (replayed as refused too).  Beside
+    Also records ``getCPUMap``, ``getHostname`` and the node devices the
+    driver reads (:func:`.devices.read_devices`, from ``nodedev_uri``
+    where ``uri`` has no node-device API; ``progress(done, total)`` after
+    each, for a host with many); a call libvirt refuses there is left out
+    (replayed as refused too), and devices whose reading is unknown are
+    left out whole, never recorded half-way.  Beside
     libvirt's answers: ``host``, the node name the driver would use
     (``[DEFAULT] host``), and the disk size it would report as
     ``DISK_GB`` (:func:`~virtdriver.drivers.libvirt.driver.host_disk_gb`).
@@ -72,7 +77,15 @@ def record_host(conn: Any, uri: str,
         CapabilityXMLError: libvirt's host capabilities did not parse.
     """
     recorder = RecordingConnection(conn)
-    reading = read_host(recorder, uri, config)
+    documents: dict[str, str] = {}
+
+    def keep(name: str, xml: str, done: int, total: int) -> None:
+        documents[name] = xml
+        if progress is not None:
+            progress(done, total)
+
+    reading = read_host(recorder, uri, config, devices=lambda _c, _u: (
+        read_devices(conn, uri, nodedev_uri=nodedev_uri, on_document=keep)))
     return HostDocuments(
         capabilities=recorder.capabilities,
         domain_capabilities=MappingProxyType(recorder.domain_capabilities),
@@ -81,20 +94,12 @@ def record_host(conn: Any, uri: str,
         lib_version=reading.libvirt_version or 0,
         version=reading.hypervisor_version or 0,
         hostname=_answer(conn.getHostname) or "",
-        node_devices=MappingProxyType(_answer(
-            lambda: _node_devices(conn, progress)) or {}),
+        node_devices=MappingProxyType(
+            documents if reading.devices.known else {}),
+        node_devices_error=(None if reading.devices.known else RecordedError(
+            libvirt.VIR_ERR_OPERATION_FAILED, libvirt.VIR_FROM_NODEDEV,
+            reading.devices.reason)),
         compute_host=host, disk_gb=host_disk_gb())
-
-
-def _node_devices(conn: Any, progress: Callable[[int, int], None] | None
-                  ) -> dict[str, str]:
-    devices = conn.listAllDevices(0)
-    found = {}
-    for done, device in enumerate(devices, 1):
-        found[device.name()] = device.XMLDesc(0)
-        if progress is not None:
-            progress(done, len(devices))
-    return found
 
 
 def _cpu_map(answer: Any) -> tuple[int, tuple[bool, ...], int]:
