@@ -1,0 +1,127 @@
+"""Device providers synced to a real Placement: created under their NUMA
+cells, a vanished device with and without an allocation, an operator's
+trait kept, a vendor trait removed when the device is swapped."""
+
+from __future__ import annotations
+
+import dataclasses
+from types import MappingProxyType
+
+import os_resource_classes as orc
+import os_traits
+import pytest
+from placement_helpers import Host
+
+from tests.device_hosts import gpu, sriov_nic
+from virtdriver.capabilities.traits.device_providers import MISSING
+from virtdriver.conf.options import make_conf
+from virtdriver.drivers.libvirt.driver import LibvirtDriver
+from virtdriver.fakelibvirt.builders import HostBuilder, host_documents
+from virtdriver.fakelibvirt.connection import register_host, unregister_host
+from virtdriver.fakelibvirt.nodedev_builder import pci_device
+from virtdriver.placement.usages import provider_usage
+
+CONF = """
+[pci]
+device_spec = {"vendor_id": "8086", "product_id": "154c"}
+device_spec = {"address": "0000:d8:00.0"}
+[devices]
+enabled_mdev_types = nvidia-35
+"""
+GPU, NIC, ACC = ("host_pci_0000_84_00_0", "host_pci_0000_3b_00_0",
+                 "host_pci_0000_d8_00_0")
+
+
+def devices(accelerator=(0x15b3, 0x101b)):
+    return [gpu("0000:84:00.0", numa=1), *sriov_nic("0000:3b:00.0", 2),
+            pci_device("0000:d8:00.0", *accelerator, class_id=0x120000)]
+
+
+@pytest.fixture
+def device_host(tmp_path, client, fakelibvirt):
+    path = tmp_path / "virtdriver.conf"
+    path.write_text(CONF)
+    fake = register_host("placementdevs", host_documents(
+        host=HostBuilder(cells=2, cores=2), node_devices=devices()))
+    driver = LibvirtDriver(conf=make_conf(config_files=[path]),
+                           uri=fake.uri, disk_gb=None,
+                           device_usage=provider_usage(client))
+    host = Host(tmp_path / "state", driver)
+    host.fake = fake
+    yield host
+    unregister_host(fake.name)
+
+
+def swap(host, node_devices):
+    host.fake.documents = dataclasses.replace(
+        host.fake.documents, node_devices=MappingProxyType(
+            {d.name: d.xml for d in node_devices}))
+
+
+def cycle(host, client):
+    host.update()
+    result = host.sync(client)
+    assert result.ok, result.describe()
+    return result
+
+
+def test_device_providers_are_created_under_their_cells(
+        device_host, client, api):
+    cycle(device_host, client)
+    listed = api.providers()
+    gpu_uuid = device_host.uuid(GPU)
+    assert listed[gpu_uuid]["parent_provider_uuid"] == \
+        device_host.uuid("host_NUMA1")
+    assert listed[device_host.uuid(NIC)]["parent_provider_uuid"] == \
+        device_host.uuid("host_NUMA1")  # sriov_nic's default node 1
+    assert listed[device_host.uuid(ACC)]["parent_provider_uuid"] == \
+        device_host.root.uuid
+    assert api.inventories(gpu_uuid)[orc.VGPU]["total"] == 16
+    assert api.inventories(device_host.uuid(NIC))[
+        "CUSTOM_PCI_8086_154C"]["total"] == 2
+    assert {os_traits.HW_NIC_SRIOV, os_traits.COMPUTE_MANAGED_PCI_DEVICE,
+            "CUSTOM_PCI_VENDOR_8086"} <= api.traits(device_host.uuid(NIC))
+    assert "CUSTOM_MDEV_TYPE_NVIDIA_35" in api.traits(gpu_uuid)
+
+
+def test_a_vanished_device_without_allocation_goes_in_the_same_sync(
+        device_host, client, api):
+    cycle(device_host, client)
+    gpu_uuid = device_host.uuid(GPU)
+    swap(device_host, devices()[1:])
+    result = cycle(device_host, client)
+    assert gpu_uuid not in api.providers()
+    assert gpu_uuid in {o.uuid for o in result.outcomes if o.deleted}
+
+
+def test_a_vanished_device_with_an_allocation_stays_until_freed(
+        device_host, client, api):
+    cycle(device_host, client)
+    gpu_uuid = device_host.uuid(GPU)
+    consumer = api.allocate(gpu_uuid, {orc.VGPU: 2})
+    swap(device_host, devices()[1:])
+    for _ in range(2):  # no cycle fails
+        cycle(device_host, client)
+    inventory = api.inventories(gpu_uuid)[orc.VGPU]
+    assert (inventory["total"], inventory["reserved"]) == (16, 16)
+    assert MISSING in api.traits(gpu_uuid)
+    api.free(consumer)
+    cycle(device_host, client)
+    assert gpu_uuid not in api.providers()
+
+
+def test_an_operators_trait_stays_and_the_old_vendor_trait_goes(
+        device_host, client, api):
+    cycle(device_host, client)
+    acc = device_host.uuid(ACC)
+    api.add_traits(acc, "CUSTOM_RACK_7")
+    for _ in range(2):
+        cycle(device_host, client)
+        assert "CUSTOM_RACK_7" in api.traits(acc)
+    swap(device_host, devices(accelerator=(0x1002, 0x71c4)))
+    cycle(device_host, client)
+    traits = api.traits(acc)
+    assert "CUSTOM_RACK_7" in traits
+    assert "CUSTOM_PCI_VENDOR_1002" in traits
+    assert "CUSTOM_PCI_VENDOR_15B3" not in traits
+    assert set(api.inventories(acc)) == {"CUSTOM_PCI_1002_71C4"}
