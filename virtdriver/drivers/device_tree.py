@@ -104,9 +104,12 @@ def existing_device_providers(tree: Any, nodename: str) -> dict[str, Any]:
 def publish_devices(tree: Any, nodename: str,
                     offers: tuple[DeviceOffer, ...] | None, *,
                     nested: bool = True, used: Used | None = None,
-                    rule_owned: Ownership = _NONE
+                    rule_owned: Ownership = _NONE,
+                    traits_of: Callable[[DeviceOffer], tuple[
+                        TraitResult, ...]] = offer_traits
                     ) -> DevicePublication:
-    """Bring ``nodename``'s device providers up to date (module doc)."""
+    """Bring ``nodename``'s device providers up to date (module doc);
+    ``traits_of`` gives an offer's traits (a caller may memoise)."""
     used = used or (lambda uuid: None)
     owned = DEVICE_OWNERSHIP.union(rule_owned)
     existing = existing_device_providers(tree, nodename)
@@ -153,7 +156,7 @@ def publish_devices(tree: Any, nodename: str,
             inventory[offer.resource_class] = _record(
                 max(total, taken), max(0, taken - total))
         tree.update_inventory(name, inventory)
-        asserted = offer_traits(offer)
+        asserted = traits_of(offer)
         for result in asserted:
             earlier = results.get(result.trait)
             if earlier is None or earlier.state is TraitState.UNKNOWN:

@@ -59,6 +59,10 @@ class DeviceProviders:
         self.ownership = (LIBVIRT_OWNERSHIP.union(self._rule_owned)
                           if self._rule_owned.static else LIBVIRT_OWNERSHIP)
         self._published: tuple[object, tuple[TraitResult, ...]] | None = None
+        # The steady cycle reads devices equal to the last ones: their
+        # offers and traits are not derived again.
+        self._last: tuple[DevicesReading, tuple] | None = None
+        self._traits: dict = {}
 
     def offers(self, devices: DevicesReading):
         """The offers of ``devices``, ``None`` when they are unknown.
@@ -68,10 +72,25 @@ class DeviceProviders:
         """
         if not devices.known:
             return None
+        last = self._last
+        if last is not None and (last[0] is devices or last[0] == devices):
+            return last[1]
         try:
-            return select_devices(devices, self.rules)
+            offers = select_devices(devices, self.rules)
         except SelectionError as exc:
             raise DriverError(f"device rules: {exc}") from exc
+        self._last = (devices, offers)
+        self._traits = {}
+        return offers
+
+    def traits_of(self, offer) -> tuple[TraitResult, ...]:
+        """:func:`offer_traits`, once per offer of the current reading."""
+        # By identity: the offers of one reading are the same objects, and
+        # hashing an offer would walk its whole device.
+        found = self._traits.get(id(offer))
+        if found is None or found[0] is not offer:
+            found = self._traits[id(offer)] = (offer, offer_traits(offer))
+        return found[1]
 
     def publish(self, tree: Any, nodename: str, devices: DevicesReading, *,
                 nested: bool,
@@ -83,7 +102,8 @@ class DeviceProviders:
                 if allocations is not None else self._usage)
         try:
             done = publish_devices(tree, nodename, offers, nested=nested,
-                                   used=used, rule_owned=self._rule_owned)
+                                   used=used, rule_owned=self._rule_owned,
+                                   traits_of=self.traits_of)
         except SelectionError as exc:
             raise DriverError(f"device rules: {exc}") from exc
         self._published = (devices, done.results)
@@ -97,7 +117,7 @@ class DeviceProviders:
         else:
             found: dict[str, TraitResult] = {}
             for offer in self.offers(devices) or ():
-                for result in offer_traits(offer):
+                for result in self.traits_of(offer):
                     found.setdefault(result.trait, result)
             for trait in KIND.traits - found.keys():
                 found[trait] = KIND.result(trait, TraitState.UNASSERTED)
