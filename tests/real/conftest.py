@@ -38,3 +38,31 @@ def reading(embed_uri):
         return read_host(conn, embed_uri)
     finally:
         conn.close()
+
+
+@pytest.fixture(scope="session")
+def nodedev_daemon(in_ci):
+    """A private libvirtd with only the node-device driver (see
+    tests/nodedev_daemon.py); skipped (failed under CI) where libvirtd or
+    its node-device driver is not installed."""
+    import shutil
+    import tempfile
+
+    from tests.nodedev_daemon import DaemonUnavailable, NodedevDaemon
+
+    # Not under tmp_path_factory: the daemon runs as nobody when we are
+    # root, and pytest's base directory is root's alone.
+    workdir = tempfile.mkdtemp(prefix="virtdriver-nodedev-")
+    daemon = NodedevDaemon(workdir)
+    try:
+        daemon.start()
+    except DaemonUnavailable as exc:
+        shutil.rmtree(workdir, ignore_errors=True)
+        if in_ci:
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
+        shutil.rmtree(workdir, ignore_errors=True)

@@ -229,8 +229,11 @@ class _DeviceReader(ValueReader):
             if tag in _ADDRESS_PARTS:
                 if tag in parts:
                     raise self.error(el, "given twice")
-                parts[tag] = self._uint(el, el.text or "", "text",
-                                        MAX_DOMAIN)
+                text = el.text or ""
+                parts[tag] = (int(text) if text.isdigit() and text.isascii()
+                              and len(text) <= 10
+                              and int(text) <= MAX_DOMAIN
+                              else self._uint(el, text, "text", MAX_DOMAIN))
             elif tag == "vendor":
                 vendor, vendor_name = self._id(el), _text(el)
             elif tag == "product":
@@ -287,6 +290,13 @@ class _DeviceReader(ValueReader):
     def _addresses(self, el: etree._Element) -> list[PCIAddress]:
         found = []
         for address in el.iterchildren("address"):
+            # libvirt's own spelling, all four at once; else one by one
+            match = _HEX_ADDRESS.fullmatch(" ".join(address.values()))
+            if match is not None and address.keys() == _ADDRESS_PARTS_L:
+                parts = [int(part, 16) for part in match.groups()]
+                if parts[2] <= 0x1F:
+                    found.append(_Address(*parts))
+                    continue
             values = []
             for part, limit in (("domain", MAX_DOMAIN), ("bus", 0xFF),
                                 ("slot", 0x1F), ("function", 0x7)):
@@ -385,6 +395,23 @@ class _DeviceReader(ValueReader):
         hex with ``0x``, else decimal (libvirt would read a leading zero
         as octal, which it never writes: refused as ambiguous).
         """
+        # Fast paths: what libvirt writes ("131", "0x10de"), checked in C.
+        if value.isdigit():
+            if (value.isascii() and len(value) <= MAX_DIGITS
+                    and (base != 0 or value[0] != "0" or len(value) == 1)):
+                number = int(value, 16 if base == 16 else 10)
+                if number <= limit:
+                    return number
+        elif base != 10 and value[:2] == "0x":
+            digits = value[2:]
+            if (digits.isalnum() and digits.isascii()
+                    and len(digits) <= MAX_DIGITS):
+                try:
+                    number = int(digits, 16)
+                except ValueError:
+                    number = limit + 1  # not hex: the checks below say so
+                if number <= limit:
+                    return number
         text = value.strip()
         digits, radix = text, base
         if base != 10 and text[:2] in ("0x", "0X"):
@@ -411,6 +438,10 @@ class _DeviceReader(ValueReader):
 
 
 _ADDRESS_PARTS = ("domain", "bus", "slot", "function")
+_ADDRESS_PARTS_L = list(_ADDRESS_PARTS)
+#: ``<address domain='0x0000' bus='0x82' slot='0x10' function='0x4'/>``
+_HEX_ADDRESS = re.compile(
+    r"0x([0-9a-f]{1,8}) 0x([0-9a-f]{1,2}) 0x([0-9a-f]{1,2}) 0x([0-7])")
 
 
 def _clip(value: str, limit: int = 40) -> str:
