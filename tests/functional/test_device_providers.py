@@ -108,7 +108,7 @@ def test_device_providers_sit_under_their_numa_cell(make_host):
     assert gpu_p.inventory[orc.VGPU].total == 16
     assert nic_p.inventory["CUSTOM_PCI_8086_154C"].total == 4
     assert acc_p.inventory["CUSTOM_PCI_15B3_101B"].total == 1
-    assert gpu_p.uuid == child_uuid(host.record(f"{NODE}_NUMA1").uuid, GPU)
+    assert gpu_p.uuid == child_uuid(host.record(NODE).uuid, GPU)
     assert {os_traits.COMPUTE_MANAGED_PCI_DEVICE, os_traits.HW_NIC_SRIOV,
             "CUSTOM_FAST", "CUSTOM_PCI_VENDOR_8086",
             "CUSTOM_PCI_PRODUCT_8086_1572",
@@ -308,30 +308,50 @@ def test_nova_defect_a_listing_error_is_not_no_device(
     assert not host.exists(GPU)  # known again: now it goes
 
 
-def test_a_device_gaining_a_numa_node_moves_under_its_cell(make_host):
+@pytest.mark.parametrize("allocated", [False, True])
+def test_a_device_gaining_a_numa_node_moves_under_its_cell(
+        make_host, allocated):
+    """Same uuid under the cell: the sync re-parents it, allocations
+    and all (tests/functional/placement/test_placement_devices.py)."""
     host = make_host()
     host.update()
-    assert host.record(ACC).parent_uuid == host.record(NODE).uuid
+    before = host.record(ACC)
+    assert before.parent_uuid == host.record(NODE).uuid
+    if allocated:
+        host.use(ACC, "CUSTOM_PCI_15B3_101B", 1)
+    host.tracker.tree.add_traits(ACC, "CUSTOM_OPERATOR")
     host.devices([*devices()[:-1], pci_device(
         "0000:d8:00.0", 0x15b3, 0x101b, class_id=0x120000, numa_node=1)])
     host.update()
-    cell = host.record(f"{NODE}_NUMA1")
-    assert host.record(ACC).parent_uuid == cell.uuid
-    assert host.record(ACC).uuid == child_uuid(cell.uuid, ACC)
+    moved = host.record(ACC)
+    assert moved.parent_uuid == host.record(f"{NODE}_NUMA1").uuid
+    assert moved.uuid == before.uuid == child_uuid(
+        host.record(NODE).uuid, ACC)
+    assert moved.inventory == before.inventory
+    assert moved.traits == before.traits | {"CUSTOM_OPERATOR"}
+    assert MISSING not in moved.traits
 
 
-def test_an_allocated_device_gaining_a_numa_node_stays_until_free(
-        make_host):
+def test_a_restarted_tracker_recognises_a_device_provider_under_a_cell(
+        make_host, tmp_path):
     host = make_host()
     host.update()
-    host.use(ACC, "CUSTOM_PCI_15B3_101B", 1)
-    host.devices([*devices()[:-1], pci_device(
-        "0000:d8:00.0", 0x15b3, 0x101b, class_id=0x120000, numa_node=1)])
-    host.update()
-    assert host.record(ACC).parent_uuid == host.record(NODE).uuid
-    host.usage.clear()
-    host.update()
-    assert host.record(ACC).parent_uuid == host.record(f"{NODE}_NUMA1").uuid
+    host.tracker.tree.add_traits(GPU, "CUSTOM_OPERATOR")
+    again = ResourceTracker(host.driver, state_dir=tmp_path / "state")
+    again.tree.populate_from_iterable(
+        [{"uuid": r.uuid, "name": r.name, "parent_provider_uuid":
+          r.parent_uuid, "generation": 1, "traits": sorted(r.traits),
+          "inventories": {rc: dict(inv.items()) if hasattr(inv, "items")
+                          else inv for rc, inv in r.inventory.items()}}
+         for r in (host.tracker.tree.record(u) for u in
+                   host.tracker.tree.get_provider_uuids(NODE))])
+    again.update_all()
+    traits = again.tree.record(GPU).traits
+    assert "CUSTOM_OPERATOR" in traits  # foreign, kept
+    assert "CUSTOM_MDEV_TYPE_NVIDIA_35" in traits  # ours, still reconciled
+    host.devices(devices()[1:])
+    again.update_all()
+    assert not again.tree.exists(GPU)
 
 
 def test_a_provider_name_past_200_characters_is_refused(make_host):

@@ -4,8 +4,9 @@ Each :class:`~virtdriver.capabilities.devices.selection.DeviceOffer`
 becomes a provider named ``<nodename>_<key>`` (``node1_pci_0000_81_00_0``,
 ``node1_ap_matrix``) under the NUMA-cell provider of its device's node
 (:func:`~.host_tree.cell_provider_name`), or under the root when the
-device has no node or the tree is flat.  Its uuid is derived from its
-parent's and its name (:func:`~.identity.child_uuid`), like a cell's.
+device has no node or the tree is flat.  Its uuid is derived from the
+root's and its name (:func:`~.identity.child_uuid`), whatever its parent,
+so it is the same provider wherever it sits.
 It holds one inventory (the offer's class and total) and the traits of
 :func:`~virtdriver.capabilities.traits.device_providers.offer_traits`;
 traits the driver does not own on it are kept exactly.
@@ -23,11 +24,13 @@ listed, or re-typed:
   allocation does.
 
 A device whose provider exists under another parent (it gained or lost
-a NUMA node, or the host switched between flat and nested) moves when
-nothing is allocated on it; an allocated one stays where it is until it
-is free (one log line).  **Unknown devices** (``offers is None``): no
-device provider is created, changed or removed, and their owned traits
-are reported unknown so the tracker keeps them.
+a NUMA node, or the host switched between flat and nested) is moved
+there, same uuid: the sync re-parents it in Placement (microversion
+1.37), its inventory and allocations with it.
+
+**Unknown devices** (``offers is None``): no device provider is
+created, changed or removed, and their owned traits are reported unknown
+so the tracker keeps them.
 """
 
 from __future__ import annotations
@@ -96,7 +99,8 @@ def existing_device_providers(tree: Any, nodename: str) -> dict[str, Any]:
         data = tree.record(uuid)
         if (data.name.startswith(f"{nodename}_")
                 and not cell.fullmatch(data.name)
-                and is_derived_child(uuid, data.name, data.parent_uuid)):
+                and is_derived_child(uuid, data.name, data.parent_uuid,
+                                     data.root_uuid)):
             found[data.name] = data
     return found
 
@@ -132,16 +136,11 @@ def publish_devices(tree: Any, nodename: str,
         parent_uuid = tree.record(parent).uuid
         data = existing.get(name)
         if data is not None and data.parent_uuid != parent_uuid:
-            if _allocated(used(data.uuid)):
-                LOG.warning("device provider %s stays under its parent "
-                            "while allocated; it moves under %s once free",
-                            name, parent)
-                parent_uuid = data.parent_uuid
-            else:
-                tree.remove(data.uuid)
-                data = None
-        if data is None:
-            tree.new_child(name, parent_uuid, child_uuid(parent_uuid, name))
+            LOG.info("device provider %s moves under %s", name, parent)
+            tree.remove(data.uuid)
+            tree.new_child(name, parent_uuid, data.uuid)
+        elif data is None:
+            tree.new_child(name, parent_uuid, child_uuid(root.uuid, name))
             data = tree.record(name)
         usage = used(data.uuid) or {}
         if any(rc != offer.resource_class and amount

@@ -125,3 +125,59 @@ def test_an_operators_trait_stays_and_the_old_vendor_trait_goes(
     assert "CUSTOM_PCI_VENDOR_1002" in traits
     assert "CUSTOM_PCI_VENDOR_15B3" not in traits
     assert set(api.inventories(acc)) == {"CUSTOM_PCI_1002_71C4"}
+
+
+def test_a_device_gaining_a_numa_node_moves_with_its_allocation(
+        device_host, client, api):
+    cycle(device_host, client)
+    acc = device_host.uuid(ACC)
+    consumer = api.allocate(acc, {"CUSTOM_PCI_15B3_101B": 1})
+    swap(device_host, [*devices()[:-1], pci_device(
+        "0000:d8:00.0", 0x15b3, 0x101b, class_id=0x120000, numa_node=0)])
+    result = cycle(device_host, client)
+    listed = api.providers()
+    assert listed[acc]["parent_provider_uuid"] == \
+        device_host.uuid("host_NUMA0")
+    assert result.get(acc).reparented_from == \
+        device_host.root.uuid
+    usages = api.client.request(
+        "GET", f"/resource_providers/{acc}/usages")["usages"]
+    assert usages == {"CUSTOM_PCI_15B3_101B": 1}
+    allocations = api.client.request("GET", f"/allocations/{consumer}")
+    assert set(allocations["allocations"]) == {acc}
+    assert not cycle(device_host, client).counts.writes  # steady again
+
+
+def test_an_upgrade_from_root_level_inventory_is_reshaped(
+        tmp_path, client, api, fakelibvirt):
+    """A root that held the device's class itself (an older release) with
+    an allocation on it: the reshaper moves the allocation to the device
+    provider in one request."""
+    fake = register_host("placementupgrade", host_documents(
+        host=HostBuilder(cells=2, cores=2), node_devices=devices()))
+    try:
+        def driver(conf):
+            path = tmp_path / "upgrade.conf"
+            path.write_text(conf)
+            return LibvirtDriver(conf=make_conf(config_files=[path]),
+                                 uri=fake.uri, disk_gb=None,
+                                 device_usage=provider_usage(client))
+
+        old = Host(tmp_path / "state", driver(""))
+        old.tracker.tree.update_inventory(old.root.uuid, {
+            "CUSTOM_PCI_15B3_101B": {"total": 1}})
+        assert old.sync(client).ok
+        root = old.root.uuid
+        consumer = api.allocate(root, {"CUSTOM_PCI_15B3_101B": 1})
+
+        new = Host(tmp_path / "state", driver(CONF))
+        result = new.sync(client)
+        assert result.ok, result.describe()
+        acc = new.uuid(ACC)
+        assert "CUSTOM_PCI_15B3_101B" not in api.inventories(root)
+        allocations = api.client.request("GET", f"/allocations/{consumer}")
+        assert allocations["allocations"][acc]["resources"] == {
+            "CUSTOM_PCI_15B3_101B": 1}
+        assert root not in allocations["allocations"]
+    finally:
+        unregister_host(fake.name)
