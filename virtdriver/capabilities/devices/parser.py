@@ -234,17 +234,31 @@ class _DeviceReader(ValueReader):
                               and len(text) <= 10
                               and int(text) <= MAX_DOMAIN
                               else self._uint(el, text, "text", MAX_DOMAIN))
-            elif tag == "vendor":
-                vendor, vendor_name = self._id(el), _text(el)
-            elif tag == "product":
-                product, product_name = self._id(el), _text(el)
+            elif tag == "vendor" or tag == "product":
+                # "0x10de" is libvirt's spelling: its digits are the id
+                match = _HEX4.fullmatch(el.get("id") or "")
+                found = match.group(1) if match else self._id(el)
+                text = el.text
+                label = text.strip() or None if text else None
+                if tag == "vendor":
+                    vendor, vendor_name = found, label
+                else:
+                    product, product_name = found, label
             elif tag == "class":
-                class_code = self._uint(el, el.text or "", "text", 0xFFFFFF,
-                                        base=16)
+                text = el.text or ""
+                class_code = (int(text, 16) if _HEX6.fullmatch(text)
+                              else self._uint(el, text, "text", 0xFFFFFF,
+                                              base=16))
             elif tag == "numa":
-                numa = self._numa(el)
+                value = el.get("node") or ""
+                numa = (int(value) if value.isdigit() and value.isascii()
+                        and len(value) <= 5 and int(value) <= 0xFFFF
+                        else self._numa(el))
             elif tag == "iommuGroup":
-                group = self.required_int(el, "number")
+                value = el.get("number") or ""
+                group = (int(value) if value.isdigit() and value.isascii()
+                         and len(value) <= MAX_DIGITS
+                         else self.required_int(el, "number"))
             elif tag == "capability":
                 kind = el.get("type")
                 if kind == "phys_function":
@@ -439,6 +453,8 @@ class _DeviceReader(ValueReader):
 
 _ADDRESS_PARTS = ("domain", "bus", "slot", "function")
 _ADDRESS_PARTS_L = list(_ADDRESS_PARTS)
+_HEX4 = re.compile(r"0x([0-9a-f]{4})")
+_HEX6 = re.compile(r"0x[0-9a-f]{6}")
 #: ``<address domain='0x0000' bus='0x82' slot='0x10' function='0x4'/>``
 _HEX_ADDRESS = re.compile(
     r"0x([0-9a-f]{1,8}) 0x([0-9a-f]{1,2}) 0x([0-9a-f]{1,2}) 0x([0-7])")
