@@ -10,7 +10,7 @@ from virtdriver.capabilities.devices.model import PCIAddress
 from virtdriver.capabilities.devices.rules import (
     normalize_resource_class, normalize_traits, parse_address,
     parse_pci_rule)
-from virtdriver.conf.devices import device_rules
+from virtdriver.conf.device_rules import device_rules
 from virtdriver.conf.options import make_conf
 from virtdriver.conf.reader import ConfigError
 

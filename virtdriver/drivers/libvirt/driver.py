@@ -32,7 +32,7 @@ from virtdriver.capabilities.cpu_map import CPUModelCatalog
 from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.registry import LIBVIRT_OWNERSHIP
 from virtdriver.capabilities.traits.ownership import Ownership
-from virtdriver.conf.devices import device_rules
+from virtdriver.conf.device_rules import device_rules
 from virtdriver.conf.disk import DiskConfig, disk_config
 from virtdriver.conf.guest import trait_config
 from virtdriver.conf.pinning import pinning_config
