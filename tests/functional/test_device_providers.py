@@ -368,3 +368,61 @@ def test_conflicting_rules_fail_the_update_naming_both(make_host):
                      '"10de"}\n')
     with pytest.raises(DriverError, match="sold twice"):
         host.update()
+
+
+def test_nova_defect_non_pci_mdev_parents_become_providers(
+        make_host, corpus_dir):
+    """Nova crashes on s390's AP matrix and CSS parents (no PCI
+    address); here they are providers named from their libvirt name."""
+    host = make_host([], conf="[devices]\nenabled_mdev_types = "
+                     "vfio_ap-passthrough, vfio_ccw-io\n")
+    docs = {}
+    for name in ("ap_matrix_mdev_types.xml", "css_0_0_fffe_mdev_types.xml"):
+        xml = (corpus_dir / "nodedev" / name).read_text()
+        docs[xml.split("<name>")[1].split("</name>")[0]] = xml
+    host.fake.documents = dataclasses.replace(
+        host.fake.documents, node_devices=MappingProxyType(docs))
+    host.update()  # the reading init_host took: no device yet
+    host.update()
+    ap, css = host.record(f"{NODE}_ap_matrix"), host.record(
+        f"{NODE}_css_0_0_fffe")
+    assert ap.inventory["CUSTOM_MDEV_VFIO_AP_PASSTHROUGH"].total == 65536
+    assert css.inventory["CUSTOM_MDEV_VFIO_CCW_IO"].total == 1
+    assert "CUSTOM_MDEV_TYPE_VFIO_CCW_IO" in css.traits
+    assert ap.parent_uuid == host.record(NODE).uuid
+
+
+def test_nova_defect_max_instances_keeps_every_parent_provider(make_host):
+    """Nova deletes the providers of parents past max_instances (with
+    whatever is allocated on them); here the total is capped."""
+    host = make_host(
+        [gpu(f"0000:8{i}:00.0", numa=i % 2) for i in range(3)],
+        conf="[devices]\nenabled_mdev_types = nvidia-35\n"
+             "[mdev_nvidia-35]\nmax_instances = 20\n")
+    host.update()
+    totals = [host.record(f"{NODE}_pci_0000_8{i}_00_0").inventory
+              for i in range(3)]
+    assert [inv[orc.VGPU].total if inv else 0 for inv in totals] == [
+        16, 4, 0]
+    assert host.exists(f"{NODE}_pci_0000_82_00_0")
+
+
+def test_nova_defect_the_mdev_type_trait_follows_the_active_type(
+        make_host, tmp_path):
+    """Nova leaves the type trait to operators and removes nothing; here
+    a parent re-typed by the operator loses the old type's trait."""
+    two = (MdevType("nvidia-35", None, 16), MdevType("nvidia-36", None, 8))
+    host = make_host([gpu("0000:84:00.0", numa=1, types=two)])
+    host.update()
+    assert "CUSTOM_MDEV_TYPE_NVIDIA_35" in host.record(GPU).traits
+    path = tmp_path / "retyped.conf"
+    path.write_text("[devices]\nenabled_mdev_types = nvidia-36\n")
+    host.driver = host.tracker.driver = LibvirtDriver(
+        conf=make_conf(config_files=[path]), uri=host.fake.uri,
+        disk_gb=None, device_usage=host.usage.get)
+    host.driver.init_host(NODE)
+    host.update()
+    gpu_p = host.record(GPU)
+    assert "CUSTOM_MDEV_TYPE_NVIDIA_36" in gpu_p.traits
+    assert "CUSTOM_MDEV_TYPE_NVIDIA_35" not in gpu_p.traits
+    assert gpu_p.inventory[orc.VGPU].total == 8
