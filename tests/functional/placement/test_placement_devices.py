@@ -5,7 +5,7 @@ trait kept, a vendor trait removed when the device is swapped."""
 from __future__ import annotations
 
 import dataclasses
-from types import MappingProxyType
+from types import MappingProxyType, SimpleNamespace
 
 import os_resource_classes as orc
 import os_traits
@@ -180,4 +180,39 @@ def test_an_upgrade_from_root_level_inventory_is_reshaped(
             "CUSTOM_PCI_15B3_101B": 1}
         assert root not in allocations["allocations"]
     finally:
+        unregister_host(fake.name)
+
+
+def test_the_agent_keeps_an_allocated_vanished_device_reserved(
+        tmp_path, placement, api, fakelibvirt):
+    from virtdriver import agent as agent_lib
+
+    path = tmp_path / "agent.conf"
+    path.write_text(CONF)
+    fake = register_host("agentdevs", host_documents(
+        host=HostBuilder(cells=2, cores=2), node_devices=devices()))
+    lines: list[str] = []
+    agent = agent_lib.Agent(lambda: agent_lib.Setup(
+        key=None, directory=tmp_path / "state", driver_name="libvirt",
+        make_driver=lambda: LibvirtDriver(
+            conf=make_conf(config_files=[path]), uri=fake.uri,
+            disk_gb=None),
+        hostname="cmp1", provider_config=None, target="test",
+        connect=placement.client), interval=0, log=lines.append,
+        classify=lambda e: 2)
+    try:
+        assert agent.cycle().status == agent_lib.OK, lines
+        gpu_uuid = agent._state.tracker.tree.record(
+            "cmp1_pci_0000_84_00_0").uuid
+        consumer = api.allocate(gpu_uuid, {orc.VGPU: 1})
+        swap(SimpleNamespace(fake=fake), devices()[1:])
+        assert agent.cycle().status == agent_lib.OK, lines
+        inventory = api.inventories(gpu_uuid)[orc.VGPU]
+        assert inventory["reserved"] == inventory["total"] == 16
+        assert MISSING in api.traits(gpu_uuid)
+        api.free(consumer)
+        assert agent.cycle().status == agent_lib.OK, lines
+        assert gpu_uuid not in api.providers()
+    finally:
+        agent.close()
         unregister_host(fake.name)

@@ -64,6 +64,10 @@ class DeviceProviders:
         self._last: tuple[DevicesReading, tuple] | None = None
         self._traits: dict = {}
 
+    def use_usage(self, usage: Usage | None) -> None:
+        """Replace the usage source (see the module doc)."""
+        self._usage = usage
+
     def offers(self, devices: DevicesReading):
         """The offers of ``devices``, ``None`` when they are unknown.
 

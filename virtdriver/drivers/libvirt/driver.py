@@ -207,6 +207,13 @@ class LibvirtDriver(ComputeDriver):
         self._devices.publish(tree, nodename, reading.devices,
                               nested=self._nested, allocations=allocations)
 
+    def use_device_usage(self, usage: Usage | None) -> None:
+        """Where to learn what is allocated on a device provider whose
+        device changed (the agent passes Placement's, see
+        :func:`virtdriver.placement.usages.provider_usage`)."""
+        self._device_usage = usage
+        self._devices.use_usage(usage)
+
     def ownership_for(self, nodename: str) -> Ownership:
         """The registry, plus the traits the device rules name."""
         return self._devices.ownership
