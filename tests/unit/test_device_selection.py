@@ -13,6 +13,7 @@ from virtdriver.capabilities.devices.rules import (
     DeviceRules, MdevRule, parse_pci_rule)
 from virtdriver.capabilities.devices.selection import (
     MDEV, PCI, VF_POOL, SelectionError, select_devices)
+from virtdriver.capabilities.traits.device_providers import offer_traits
 from virtdriver.fakelibvirt.nodedev_builder import MdevType, pci_device
 
 U1, U2 = ("3b3e6d7a-0000-4000-8000-000000000001",
@@ -162,3 +163,19 @@ def test_first_matching_rule_wins_as_in_nova():
         '{"address": "*:d8:*.*", "resource_class": "first"}',
         '{"vendor_id": "15b3", "resource_class": "second"}'))
     assert offer.resource_class == "CUSTOM_FIRST"
+
+
+def test_names_too_long_for_placement():
+    long_type = "t" * 300
+    host = parsed([gpu("0000:84:00.0", class_id=ACCEL,
+                       types=(MdevType(long_type, None, 2),))])
+    with pytest.raises(SelectionError, match="longer than 255.*mdev_class"):
+        select_devices(host, rules(mdev=[MdevRule(long_type)]))
+    (offer,) = select_devices(host, rules(mdev=[
+        MdevRule(long_type, mdev_class="CUSTOM_LONG")]))
+    traits = {r.trait for r in offer_traits(offer)}
+    assert traits and not any(t.startswith("CUSTOM_MDEV_TYPE_")
+                              for t in traits)
+    with pytest.raises(SelectionError, match="resource_class"):
+        select_devices(HOST, rules('{"vendor_id": "15b3", '
+                                   f'"resource_class": "{"r" * 260}"}}'))

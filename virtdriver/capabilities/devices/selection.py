@@ -34,6 +34,7 @@ import os_resource_classes as orc
 from virtdriver.capabilities.devices.model import (
     HostDevices, MdevParent, MdevType, PCIDevice)
 from virtdriver.capabilities.devices.rules import DeviceRules, MdevRule, PciRule
+from virtdriver.providers.inventory import invalid_resource_class_reason
 
 PCI = "pci"
 VF_POOL = "vf-pool"
@@ -109,6 +110,13 @@ def select_devices(devices: HostDevices, rules: DeviceRules
                 "it from one of them")
     offers = _pci_offers(devices, passthrough)
     offers.extend(_mdev_offers(devices, mdev_choice, rules.mdev))
+    for offer in offers:
+        reason = invalid_resource_class_reason(offer.resource_class)
+        if reason is not None:
+            raise SelectionError(
+                f"{offer.key} listed by {offer.rule} would get resource "
+                f"class {reason}; give the rule a shorter resource_class "
+                "(or the type an mdev_class)")
     return tuple(sorted(offers, key=lambda o: o.key))
 
 

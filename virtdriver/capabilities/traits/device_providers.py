@@ -41,6 +41,7 @@ from virtdriver.capabilities.devices.rules import DeviceRules
 from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.model import (
     DerivationInputs, Evidence, TraitFamily, TraitResult, TraitState)
+from virtdriver.capabilities.traits.names import invalid_reason
 from virtdriver.capabilities.traits.ownership import Ownership
 
 #: Marks a provider kept only because its device's units are allocated.
@@ -120,7 +121,9 @@ def offer_traits(offer: DeviceOffer) -> tuple[TraitResult, ...]:
     for trait in offer.rule_traits:
         results.append(TraitResult(trait, TraitState.ASSERTED, RULE_FAMILY, (
             Evidence(offer.rule, f"gives {device.name} trait {trait}"),)))
-    return tuple(results)
+    # A name the host made too long for Placement (a 300-character mdev
+    # type) cannot be set: left out rather than failing the update.
+    return tuple(r for r in results if invalid_reason(r.trait) is None)
 
 
 def _pci_identity(device: PCIDevice) -> Iterable[TraitResult]:
