@@ -216,3 +216,26 @@ def test_the_agent_keeps_an_allocated_vanished_device_reserved(
     finally:
         agent.close()
         unregister_host(fake.name)
+
+
+def test_a_switch_to_flat_moves_device_providers_to_the_root(
+        device_host, tmp_path, client, api):
+    cycle(device_host, client)
+    gpu_uuid = device_host.uuid(GPU)
+    consumer = api.allocate(gpu_uuid, {orc.VGPU: 1})
+    guest = api.allocate(device_host.uuid("host_NUMA1"), {orc.VCPU: 2})
+    path = tmp_path / "flat.conf"
+    path.write_text(CONF)
+    flat = Host(tmp_path / "state", LibvirtDriver(
+        conf=make_conf(config_files=[path]), uri=device_host.fake.uri,
+        disk_gb=None, nested=False, device_usage=provider_usage(client)))
+    result = flat.sync(client)
+    assert result.ok, result.describe()
+    listed = api.providers()
+    assert listed[gpu_uuid]["parent_provider_uuid"] == flat.root.uuid
+    assert not any(p["name"].startswith("host_NUMA") for p in
+                   listed.values())
+    allocations = api.client.request("GET", f"/allocations/{consumer}")
+    assert set(allocations["allocations"]) == {gpu_uuid}
+    moved = api.client.request("GET", f"/allocations/{guest}")
+    assert set(moved["allocations"]) == {flat.root.uuid}  # reshaped
