@@ -55,3 +55,29 @@ def corpus_devices(corpus_dir, *names: str) -> HostDevices:
     return parse_node_devices(
         ((name, (corpus_dir / "nodedev" / name).read_bytes())
          for name in names), source="corpus")
+
+
+def set_devices(fake, node_devices: Iterable[NodeDevice]) -> None:
+    """Make ``node_devices`` the fake host's devices from now on, as a
+    hot-plug would: through fakelibvirt's node-device table when it has
+    one (unplugged, plugged, replaced), else by new documents."""
+    new = {d.name: d for d in node_devices}
+    try:
+        from virtdriver.fakelibvirt.nodedev_state import table_for
+    except ImportError:  # a fakelibvirt that serves its documents as is
+        import dataclasses
+        from types import MappingProxyType
+        fake.documents = dataclasses.replace(
+            fake.documents, node_devices=MappingProxyType(
+                {name: d.xml for name, d in new.items()}))
+        return
+    table = table_for(fake)
+    for name in table.names():
+        if name not in new and name != "computer" and table.get(name):
+            table.remove(name)
+    for name, device in new.items():
+        state = table.get(name)
+        if state is None:
+            table.add(device)
+        elif state.xml != device.xml:
+            table.replace(device)

@@ -7,6 +7,7 @@ Nova's behaviour would fail (see the ``nova_defect`` names)."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import logging
 from types import MappingProxyType
 
@@ -14,7 +15,7 @@ import os_resource_classes as orc
 import os_traits
 import pytest
 
-from tests.device_hosts import gpu, mdev, sriov_nic
+from tests.device_hosts import gpu, mdev, set_devices, sriov_nic
 from virtdriver.capabilities.traits.device_providers import MISSING
 from virtdriver.capabilities.traits.model import TraitState
 from virtdriver.conf.options import make_conf
@@ -23,9 +24,13 @@ from virtdriver.drivers.identity import child_uuid
 from virtdriver.drivers.libvirt.driver import LibvirtDriver
 from virtdriver.fakelibvirt.builders import HostBuilder, host_documents
 from virtdriver.fakelibvirt.connection import register_host, unregister_host
-from virtdriver.fakelibvirt.nodedev_builder import MdevType, pci_device
+from virtdriver.fakelibvirt.nodedev_builder import (
+    MdevType, NodeDevice, pci_device)
 from virtdriver.resource_tracker.tracker import ResourceTracker
 
+#: fakelibvirt can fail one node device's call (its node-device table).
+_FAULTS_PER_DEVICE = importlib.util.find_spec(
+    "virtdriver.fakelibvirt.nodedev_state") is not None
 NODE = "cmp1"
 GPU = f"{NODE}_pci_0000_84_00_0"
 NIC = f"{NODE}_pci_0000_3b_00_0"
@@ -64,9 +69,7 @@ class Host:
         self.node = node
 
     def devices(self, node_devices):
-        self.fake.documents = dataclasses.replace(
-            self.fake.documents, node_devices=MappingProxyType(
-                {d.name: d.xml for d in node_devices}))
+        set_devices(self.fake, node_devices)
 
     def update(self):
         return self.tracker.update_all()[self.node]
@@ -284,6 +287,9 @@ def test_nova_defect_a_listing_error_is_not_no_device(
     if failure == "listing":
         fakelibvirt.fail("listAllDevices", repeat=True,
                          message="nodedev driver gone")
+    elif _FAULTS_PER_DEVICE:  # the listing fails half-way
+        fakelibvirt.fail("nodeDevice.XMLDesc", on_call=3, repeat=True,
+                         message="nodedev driver gone")
     else:  # the listing fails half-way: one document unreadable
         docs = dict(host.fake.documents.node_devices)
         docs["pci_0000_3c_00_1"] = (
@@ -374,15 +380,13 @@ def test_nova_defect_non_pci_mdev_parents_become_providers(
         make_host, corpus_dir):
     """Nova crashes on s390's AP matrix and CSS parents (no PCI
     address); here they are providers named from their libvirt name."""
-    host = make_host([], conf="[devices]\nenabled_mdev_types = "
-                     "vfio_ap-passthrough, vfio_ccw-io\n")
-    docs = {}
+    parents = []
     for name in ("ap_matrix_mdev_types.xml", "css_0_0_fffe_mdev_types.xml"):
         xml = (corpus_dir / "nodedev" / name).read_text()
-        docs[xml.split("<name>")[1].split("</name>")[0]] = xml
-    host.fake.documents = dataclasses.replace(
-        host.fake.documents, node_devices=MappingProxyType(docs))
-    host.update()  # the reading init_host took: no device yet
+        parents.append(NodeDevice(
+            xml.split("<name>")[1].split("</name>")[0], xml, ()))
+    host = make_host(parents, conf="[devices]\nenabled_mdev_types = "
+                     "vfio_ap-passthrough, vfio_ccw-io\n")
     host.update()
     ap, css = host.record(f"{NODE}_ap_matrix"), host.record(
         f"{NODE}_css_0_0_fffe")

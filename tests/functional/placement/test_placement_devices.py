@@ -4,15 +4,14 @@ trait kept, a vendor trait removed when the device is swapped."""
 
 from __future__ import annotations
 
-import dataclasses
-from types import MappingProxyType, SimpleNamespace
+from types import SimpleNamespace
 
 import os_resource_classes as orc
 import os_traits
 import pytest
 from placement_helpers import Host
 
-from tests.device_hosts import gpu, sriov_nic
+from tests.device_hosts import gpu, set_devices, sriov_nic
 from virtdriver.capabilities.traits.device_providers import MISSING
 from virtdriver.conf.options import make_conf
 from virtdriver.drivers.libvirt.driver import LibvirtDriver
@@ -53,9 +52,7 @@ def device_host(tmp_path, client, fakelibvirt):
 
 
 def swap(host, node_devices):
-    host.fake.documents = dataclasses.replace(
-        host.fake.documents, node_devices=MappingProxyType(
-            {d.name: d.xml for d in node_devices}))
+    set_devices(host.fake, node_devices)
 
 
 def cycle(host, client):
