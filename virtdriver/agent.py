@@ -108,6 +108,8 @@ class CycleReport:
         parts = [f"cycle {self.number}:"]
         if self.result is not None:
             parts.append(summary(self.result))
+            if self.result.marker_problem:
+                parts.append(f"; {self.result.marker_problem}")
         for node, exc in self.failed.items():
             what = ("the driver's node list could not be read (no node "
                     "updated" if node == NODE_LIST else
@@ -227,7 +229,7 @@ class Agent:
         report.result = result
         if result.pending:
             report.status = PENDING
-        elif result.reason or result.errors:
+        elif result.reason or result.errors or result.unmarked:
             report.status = BAD_INPUT
         for exc in report.failed.values():
             report.status = max(report.status, self._classify(exc))

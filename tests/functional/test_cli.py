@@ -7,6 +7,7 @@ rendering and error paths run without libvirt.
 from __future__ import annotations
 
 import json
+import socket
 
 import libvirt
 import pytest
@@ -219,10 +220,13 @@ def test_explain_gives_one_sentence_and_evidence(corpus_conn, capsys):
 
     out = capsys.readouterr().out
     assert status == 0
-    assert ("COMPUTE_STORAGE_BUS_SATA: asserted — domain capabilities "
+    # Each on the provider it is about: the compute node (named after
+    # this machine); a name on none is the node's answer.
+    root = f" on {socket.gethostname()!r}: "
+    assert (f"COMPUTE_STORAGE_BUS_SATA{root}asserted — domain capabilities "
             "(x86_64, pc-q35-10.0, kvm) list disk bus 'sata'") in out
-    assert "COMPUTE_STORAGE_BUS_IDE: unasserted — domain capabilities " \
-           "(x86_64, pc-q35-10.0, kvm) list disk buses " in out
+    assert f"COMPUTE_STORAGE_BUS_IDE{root}unasserted — domain " \
+           "capabilities (x86_64, pc-q35-10.0, kvm) list disk buses " in out
     assert "CUSTOM_RACK_7: not ours" in out
 
 

@@ -76,6 +76,7 @@ def test_whole_table_has_every_owned_trait_once_with_a_status(
         capsys, snapshot):
     rows = table_json(capsys, snapshot)
     names = [row["trait"] for row in rows]
+    # Once per provider: the corpus host has one NUMA cell.
     assert len(names) == len(set(names))
     assert LIBVIRT_OWNERSHIP.static <= set(names)
     assert all(LIBVIRT_OWNERSHIP.owns(name) for name in names)
@@ -94,24 +95,25 @@ def test_text_table_lists_each_trait_on_one_row_aligned(
     status, out, _ = run(capsys, snapshot, *options)
     assert status == 0
     lines = out.splitlines()
-    assert lines[0].split()[:3] == ["TRAIT", "STATUS", "FAMILY"]
+    assert lines[0].split()[:4] == ["PROVIDER", "TRAIT", "STATUS", "FAMILY"]
     assert ("EVIDENCE" in lines[0]) is beside
     if beside:
         column, body = lines[0].index("EVIDENCE"), lines[1:]
     else:
         column, body = lines[1].index("EVIDENCE"), lines[2:]
         assert lines[1].strip() == "EVIDENCE"
-    starts = [line.split()[0] for line in body if line[:1] != " "]
-    assert sorted(starts) == sorted(
-        row["trait"] for row in table_json(capsys, snapshot, *options))
+    starts = [tuple(line.split()[:2]) for line in body if line[:1] != " "]
+    assert starts == [
+        (row["provider"], row["trait"])
+        for row in table_json(capsys, snapshot, *options)]
     for line in body:
         if line[:1] == " ":  # evidence, in its column
             assert line[:column].strip() == "" and line[column] != " "
         # Within 100 columns, unless one word is wider than its column.
         assert len(line) <= 100 or len(line.split()[-1]) > 30, line
-    row = next(line for line in body
-               if line.startswith(os_traits.COMPUTE_FIRMWARE_UEFI + " "))
-    assert row.split()[1:3] == ["asserted", "firmware"]
+    row = next(line for line in body if line[:1] != " " and
+               line.split()[1] == os_traits.COMPUTE_FIRMWARE_UEFI)
+    assert row.split()[2:4] == ["asserted", "firmware"]
 
 
 def test_status_filter_repeatable_and_comma_list(capsys, snapshot):
@@ -142,9 +144,10 @@ def test_json_shape(capsys, snapshot):
     rows = table_json(capsys, snapshot, "--family", "storage bus")
     assert isinstance(rows, list) and rows
     for row in rows:
-        assert set(row) == {"trait", "status", "sentence", "family",
-                            "summary", "evidence"}
-        assert row["sentence"].startswith(row["trait"] + ": ")
+        assert set(row) == {"provider", "trait", "status", "sentence",
+                            "family", "summary", "evidence"}
+        assert row["sentence"].startswith(
+            f"{row['trait']} on {row['provider']!r}: ")
         assert isinstance(row["evidence"], list)
 
 
@@ -183,7 +186,7 @@ def test_config_trait_names_file_and_line(capsys, snapshot, config_dir):
     assert status == 0
     lines = out.splitlines()
     at = next(i for i, text in enumerate(lines)
-              if text.startswith("CUSTOM_RACK_7 "))
+              if text[:1] != " " and text.split()[1] == "CUSTOM_RACK_7")
     assert "provider config" in lines[at]
     evidence = []
     for text in lines[at + 1:]:

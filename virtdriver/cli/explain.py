@@ -1,10 +1,12 @@
-"""``virtdriver explain``: why each trait is or is not on a node.
+"""``virtdriver explain``: why each trait is or is not on each provider
+of a node.
 
-The answers come from a :class:`TraitReport` and the operator's provider
-config files, whichever driver gave the report: libvirt's is read in
-:mod:`.host` (its CPU map, a snapshot replayed); any other driver's —
-anything ``--driver`` loads that reports trait evidence — through
-:func:`driver_node`, the node ``report`` would build.
+The answers come from the trait report each provider follows and the
+operator's provider config files, whichever driver gave the reports:
+libvirt's are read in :mod:`.host` (its CPU map, a snapshot replayed);
+any other driver's — anything ``--driver`` loads that reports trait
+evidence — through :func:`driver_node` (``provider_traits`` of the node
+``report`` would build).  ``--provider NAME`` keeps one provider.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from typing import TextIO
 
 from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.explain import (
-    INVALID, ConfigSource, Explanation, explain, explain_all, parse_statuses,
-    select)
+    INVALID, ConfigSource, Explanation, parse_statuses, select)
+from virtdriver.capabilities.traits.explain_providers import (
+    ProviderTraits, chosen, explain_node)
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.cli.errors import EXIT_FAILURE, CommandError
 from virtdriver.provider_config import (
@@ -32,31 +35,54 @@ LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
+class Provider:
+    """One provider of a node, as explain finds its provider config
+    entry: by uuid, by name, or as the compute node root."""
+
+    name: str
+    uuid: str | None
+    root: bool = False
+
+
+@dataclass(frozen=True)
 class NodeTraits:
-    """One node's trait report and the provider config traits for it.
+    """One node's trait report, and its providers, each with the report
+    it follows and its provider config traits.
 
     Attributes:
         label: the node, in words (``node 'cmp1' of driver 'example'``).
-        report: the driver's trait report for the node.
-        configured: trait → the provider config line naming it.
+        report: the driver's trait report for the whole node (what
+            ``image-check`` asks).
+        configured: the root's provider config traits.
+        providers: the node's providers, root first.
+        owned: what the driver owns on the node as the tracker keeps it
+            (``ownership_for``); ``None``: each report's own.
     """
 
     label: str
     report: TraitReport
     configured: dict[str, ConfigSource]
+    providers: tuple[ProviderTraits, ...]
+    owned: Ownership | None = None
+
+    @property
+    def name(self) -> str:
+        """The root provider's name."""
+        return self.providers[0].name
 
 
 def run_explain(args: argparse.Namespace, node: NodeTraits,
                 families: Collection[str], out: TextIO) -> int:
     """Write the answers for ``args.traits`` (all, when none), filtered
-    by ``--status`` and ``--family`` (one of ``families``)."""
-    statuses, chosen = explain_filters(args, families)
-    if args.traits:
-        answers = [explain(t, node.report, node.configured)
-                   for t in args.traits]
-    else:
-        answers = explain_all(node.report, node.configured)
-    answers = select(answers, statuses=statuses, families=chosen)
+    by ``--provider``, ``--status`` and ``--family`` (one of
+    ``families``)."""
+    statuses, families_chosen = explain_filters(args, families)
+    providers = chosen_providers(node, getattr(args, "provider", None))
+    answers = explain_node(providers, args.traits, owned=node.owned,
+                           unanswered_on=node.name,
+                           node=None if len(providers) < len(node.providers)
+                           else node.report)
+    answers = select(answers, statuses=statuses, families=families_chosen)
     out.write(explanations(answers, args, out))
     # A name that is no trait is bad input, even beside good ones.
     invalid = [a.trait for a in answers if a.status == INVALID]
@@ -71,10 +97,27 @@ def run_explain(args: argparse.Namespace, node: NodeTraits,
 def run_driver_explain(args: argparse.Namespace, conf,
                        out: TextIO | None = None) -> int:
     """``explain --driver NAME`` for a driver other than libvirt: the
-    answers from its node's trait report (:func:`driver_node`)."""
+    answers from its node's trait reports (:func:`driver_node`)."""
     node = driver_node(args, conf)
-    return run_explain(args, node, report_families(node.report),
-                       out or sys.stdout)
+    families = frozenset().union(*(report_families(p.report)
+                                   for p in node.providers))
+    return run_explain(args, node, families, out or sys.stdout)
+
+
+def chosen_providers(node: NodeTraits, name: str | None
+                     ) -> list[ProviderTraits]:
+    """The node's providers, or only ``--provider name``.
+
+    Raises:
+        CommandError: the node has no provider ``name`` (the message
+            lists those it has).
+    """
+    try:
+        return chosen(node.providers, name)
+    except LookupError as exc:
+        raise CommandError(
+            f"--provider {name!r}: {node.label} has no such provider; give "
+            f"one of: {exc.args[0]}") from None
 
 
 def explain_filters(args: argparse.Namespace, families: Collection[str]
@@ -115,11 +158,13 @@ def explanations(answers: list[Explanation], args: argparse.Namespace,
     return render_explanation_table(answers, args.format, width=width)
 
 
-def configured_traits(conf, ownership: Ownership, nodename: str,
-                      uuid: str | None) -> dict[str, ConfigSource]:
-    """The traits ``[compute] provider_config_location`` names for the
-    compute node ``nodename`` (root provider ``uuid``, when known), each
-    with the line naming it.
+def configured_traits(conf, ownership: Ownership,
+                      providers: list[Provider]
+                      ) -> dict[str, dict[str, ConfigSource]]:
+    """Per provider name, the traits ``[compute]
+    provider_config_location`` names for it, each with the line naming
+    it: the entry naming the provider's uuid, else its name, else — for
+    the compute node root — ``$COMPUTE_NODE``'s.
 
     The directory is read as the next update would read it, so explain
     says what the files say now.  A refused directory is a warning: the
@@ -136,17 +181,41 @@ def configured_traits(conf, ownership: Ownership, nodename: str,
                     "this is fixed an update applies and removes nothing "
                     "from them", exc)
         return {}
-    entry, how = found.by_uuid.get(uuid) if uuid else None, "by uuid"
-    if entry is None:
-        entry, how = found.by_name.get(nodename), "by name"
-    if entry is None:
-        entry, how = found.compute_node, EVERY_COMPUTE_NODE
-    if entry is None:
-        return {}
-    provider = f"compute node {nodename!r} ({how})"
-    return {trait: ConfigSource(source.path, source.line, source.entry,
-                                provider)
+    configured = {}
+    for provider in providers:
+        entry, how = (found.by_uuid.get(provider.uuid) if provider.uuid
+                      else None), "by uuid"
+        if entry is None:
+            entry, how = found.by_name.get(provider.name), "by name"
+        if entry is None and provider.root:
+            entry, how = found.compute_node, EVERY_COMPUTE_NODE
+        if entry is None:
+            continue
+        kind = "compute node" if provider.root else "provider"
+        where = f"{kind} {provider.name!r} ({how})"
+        configured[provider.name] = {
+            trait: ConfigSource(source.path, source.line, source.entry,
+                                where)
             for trait, source in entry.traits.items()}
+    return configured
+
+
+def node_traits(label: str, report: TraitReport,
+                reports: dict[str, TraitReport], providers: list[Provider],
+                conf, owned: Ownership | None = None) -> NodeTraits:
+    """A :class:`NodeTraits` of the node's ``report``, ``reports``
+    (provider name → the report it follows, root first) and the provider
+    config files: a provider the files name but no report covers (one
+    someone else made) is explained too, with no evidence of its own."""
+    configured = configured_traits(conf, owned or report.ownership,
+                                   providers)
+    empty = TraitReport({}, report.ownership)
+    root = providers[0].name
+    return NodeTraits(label, report, configured.get(root, {}), tuple(
+        ProviderTraits(p.name, reports.get(p.name, empty),
+                       configured.get(p.name, {}))
+        for p in providers if p.name in reports or p.name in configured),
+        owned)
 
 
 def driver_node(args: argparse.Namespace, conf) -> NodeTraits:
@@ -170,9 +239,26 @@ def driver_node(args: argparse.Namespace, conf) -> NodeTraits:
             f"{label} reports no traits (its node_capabilities gives "
             "traits=None), so there is no evidence to explain; explain "
             "needs a driver that reports a TraitReport")
-    uuid = tree.data(nodename).uuid if tree.exists(nodename) else None
-    return NodeTraits(label, report, configured_traits(
-        conf, report.ownership, nodename, uuid))
+    reports = dict(driver.provider_traits(nodename)) or {nodename: report}
+    return node_traits(label, report, reports,
+                       tree_providers(tree, nodename, reports), conf,
+                       driver.ownership_for(nodename))
+
+
+def tree_providers(tree, nodename: str, reports: dict[str, TraitReport]
+                   ) -> list[Provider]:
+    """The providers of ``nodename``'s tree in ``tree`` (parents first),
+    then any in ``reports`` the tree lacks."""
+    found = []
+    if tree.exists(nodename):
+        root = tree.record(nodename).uuid
+        found = [Provider(record.name, record.uuid, record.uuid == root)
+                 for record in (tree.record(uuid) for uuid in
+                                tree.get_provider_uuids(nodename))]
+    names = {p.name for p in found}
+    found += [Provider(name, None, not found and name == nodename)
+              for name in reports if name not in names]
+    return found
 
 
 def report_families(report: TraitReport) -> frozenset[str]:

@@ -153,8 +153,9 @@ def _libvirt_host(args, config: TraitConfig, conf, opener
     reading, choice = read_with(args.uri, opener or open_connection,
                                 lambda conn, uri: read_host(conn, uri,
                                                             config))
-    return _explained(host_traits(conf, trait_report(reading, cpu_map),
-                                  choice, args))
+    return _explained(host_traits(conf, reading.host,
+                                  trait_report(reading, cpu_map), choice,
+                                  args))
 
 
 def _driver_host(args, conf) -> tuple[str, Lookup]:

@@ -105,9 +105,34 @@ def host_tree(driver: ComputeDriver, driver_name: str, conf) -> ProviderTree:
     """The tree the tracker builds for every node of ``driver`` from an
     empty one, as ``report`` shows it: a scratch ledger, thrown away
     (showing a tree must not change the real one)."""
+    return host_tracker(driver, driver_name, conf).tree
+
+
+def host_tracker(driver: ComputeDriver, driver_name: str, conf
+                 ) -> ResourceTracker:
+    """The tracker :func:`host_tree` builds its tree with, after its
+    update (its state directory gone)."""
     with tempfile.TemporaryDirectory(dir=scratch_parent()) as scratch:
         tracker = ResourceTracker(driver, state_dir=pathlib.Path(scratch),
                                   driver_name=driver_name,
                                   provider_config=provider_config(conf))
         tracker.update_all()
-    return tracker.tree
+    return tracker
+
+
+def check_provider_config(tracker: ResourceTracker) -> None:
+    """Exit 2 (after the command's output) when the operator's provider
+    config files were refused in ``tracker``'s last update: the tracker
+    logged every problem, built the tree without the files and kept what
+    they applied before (``docs/provider-config.md``).
+
+    Raises:
+        CommandError: as said.
+    """
+    step = tracker.provider_config
+    if step.problem:
+        raise CommandError(
+            f"the provider config files in {step.location} were refused "
+            "(every problem is listed above), so nothing in them was "
+            "applied and what they applied before is kept; fix each "
+            "problem and run again")

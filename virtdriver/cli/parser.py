@@ -443,17 +443,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cpu_map(host_cmd)
     explain_cmd = commands.add_parser(
         "explain", help="explain why traits are or are not on this host",
-        description="For each TRAIT: asserted, unasserted, unknown, not "
-                    "ours, provider config or invalid, in one sentence, "
-                    "with the evidence.  With no TRAIT: a table of every "
-                    "trait the driver owns or a provider config file "
-                    "names, one line of evidence each.")
+        description="For each TRAIT, on each provider of the node that "
+                    "has it (the compute node, its NUMA cells): asserted, "
+                    "unasserted, unknown, not ours, provider config, not "
+                    "owned: dropped or invalid, in one sentence, with the "
+                    "evidence.  With no TRAIT: a table of every trait the "
+                    "driver owns or a provider config file names, one row "
+                    "per provider and trait, one line of evidence each.")
     explain_cmd.add_argument("traits", nargs="*", metavar="TRAIT")
+    explain_cmd.add_argument(
+        "--provider", metavar="NAME",
+        help="only this provider of the node (the compute node's name, or "
+             "a NUMA cell's, e.g. HOST_NUMA0)")
     explain_cmd.add_argument(
         "--status", action="append", metavar="STATUS[,STATUS]",
         help="only these statuses (repeatable): asserted, unasserted, "
-             "unknown, owned-not-derived, provider-config, invalid, "
-             "not-ours")
+             "unknown, owned-not-derived, provider-config, "
+             "not-owned-dropped, invalid, not-ours")
     explain_cmd.add_argument(
         "--family", action="append", metavar="FAMILY[,FAMILY]",
         help="only traits of these families (repeatable), e.g. "

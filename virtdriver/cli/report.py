@@ -9,7 +9,8 @@ from typing import TextIO
 from virtdriver.render.host import render_node_source
 from virtdriver.render.tree import render_tree
 from virtdriver.cli.errors import CommandError
-from virtdriver.cli.loading import host_tree, started_driver
+from virtdriver.cli.loading import (
+    check_provider_config, host_tracker, started_driver)
 
 
 def run_report(args: argparse.Namespace, conf, out: TextIO | None = None, *,
@@ -26,22 +27,25 @@ def run_report(args: argparse.Namespace, conf, out: TextIO | None = None, *,
         _picture_checked(picture_format, output)
     driver = started_driver(args, conf)
     # A report starts from an empty tree: no ledger worth keeping.
-    tree = host_tree(driver, args.driver, conf)
+    tracker = host_tracker(driver, args.driver, conf)
+    tree = tracker.tree
     if output or args.format == "dot":
         from virtdriver.render.dot import render_dot
         from virtdriver.render.picture import write_picture
         text = render_dot(tree.to_json(), trait_families(driver))
         if not output:
             out.write(text)
-            return 0
-        _picture_checked(write_picture, text, output)
-        out.write(f"wrote {output} ({len(tree)} providers)\n")
+        else:
+            _picture_checked(write_picture, text, output)
+            out.write(f"wrote {output} ({len(tree)} providers)\n")
+        check_provider_config(tracker)
         return 0
     if args.format == "text":
         for node in driver.get_available_nodes():
             out.write(render_node_source(
                 driver.node_capabilities(node).facts, uri_reason))
     out.write(render_tree(tree, args.format))
+    check_provider_config(tracker)
     return 0
 
 

@@ -21,14 +21,17 @@ directory take turns — the second waits, or gives up naming the holder:
    to do); ``--format json`` gives ``{"tree": ..., "sync": ...}``.
 
 Exit 0 synced, 2 a provider failed or Placement refused the request (4xx)
-or the input is bad, 3 Placement unreachable or failing (5xx): the sync is
-pending and the next run catches up.
+or the input is bad — an operator's provider config file refused, the
+marking aggregate not saved: the rest is synced all the same —, 3
+Placement unreachable or failing (5xx): the sync is pending and the next
+run catches up.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import pathlib
 import sys
 from collections.abc import Callable
@@ -42,9 +45,11 @@ from virtdriver.render.sync import render_sync, sync_json
 from virtdriver.render.tree import render_tree
 from virtdriver.cli.checks import placement_url
 from virtdriver.cli.errors import EXIT_UNREACHABLE, CommandError
-from virtdriver.cli.loading import provider_config, started_driver
+from virtdriver.cli.loading import (
+    check_provider_config, provider_config, started_driver)
 from virtdriver.filelock import exclusive_lock
 from virtdriver.placement.db_stamp import DatabaseStamp
+from virtdriver.placement.marker import Marker, read_marker
 from virtdriver.placement.ownership import TrackerOwnership
 from virtdriver.placement.reshape import ClaimsPlacement
 from virtdriver.placement.result import SyncResult
@@ -54,6 +59,8 @@ from virtdriver.state_dir import StateDirError, state_dir
 
 if TYPE_CHECKING:
     from virtdriver.placement.client import PlacementClient
+
+LOG = logging.getLogger(__name__)
 
 #: The embedded Placement's database, in the state directory.
 EMBEDDED_DB = "placement.sqlite"
@@ -96,14 +103,15 @@ def run_sync(args: argparse.Namespace, conf, out: TextIO | None = None, *,
         options = {"owned_for": owned, "remove": owned.gone,
                    "dry_run": args.dry_run,
                    "placement_of": ClaimsPlacement(tracker)}
-        result = _unchanged(target, tracker.tree, options)
+        marker = read_marker(directory)
+        result = _unchanged(target, tracker.tree, marker, options)
         if result is None:
             if target.stamp is not None:
                 target.stamp.forget()   # Placement may write from now on
             client = target.connect()
             with progress_bar("syncing providers",
                               quiet=getattr(args, "quiet", False)) as bar:
-                result = Syncer(client, directory).sync(
+                result = Syncer(client, directory, marker=marker).sync(
                     tracker.tree, progress=bar, **options)
             if target.stamp is not None and _clean(result):
                 target.stamp.record()
@@ -118,7 +126,10 @@ def run_sync(args: argparse.Namespace, conf, out: TextIO | None = None, *,
                 driver.node_capabilities(node).facts, uri_reason))
         out.write(render_tree(tracker.tree, "text"))
         out.write(render_sync(result, target.description))
+    if result.marker_problem and not result.unmarked:
+        LOG.warning("%s", result.marker_problem)  # repaired: exit 0
     _check(result)
+    check_provider_config(tracker)
     return 0
 
 
@@ -168,12 +179,14 @@ def _configured_target(conf) -> Target | None:
     return Target(placement_conf.describe(conf), lambda: client)
 
 
-def _unchanged(target: Target, tree, options: dict) -> SyncResult | None:
+def _unchanged(target: Target, tree, marker: Marker, options: dict
+               ) -> SyncResult | None:
     """The sync's result without starting the embedded Placement, when its
-    database is as our last clean sync left it and nothing changed."""
+    database is as our last clean sync left it and nothing changed — the
+    marking aggregate included."""
     if target.stamp is None:
         return None
-    return target.stamp.replay(tree, **options)
+    return target.stamp.replay(tree, marker, **options)
 
 
 def _clean(result: SyncResult) -> bool:
@@ -221,7 +234,8 @@ def _embedded(db: pathlib.Path) -> PlacementClient:
 
 
 def _check(result: SyncResult) -> None:
-    """Raise for a sync that did not finish (after the output)."""
+    """Raise for a sync that did not finish, or could not keep its
+    marking aggregate (after the output)."""
     if result.pending:
         raise CommandError(
             f"sync pending (the next `virtdriver sync` catches up): "
@@ -235,6 +249,8 @@ def _check(result: SyncResult) -> None:
             f"failed, first {first.name!r} ({first.uuid}): {first.error}; "
             "the others are synced — fix what each error says (listed "
             "above) and run again")
+    if result.unmarked:
+        raise CommandError(result.marker_problem)
 
 
 def _count(n: int, noun: str) -> str:

@@ -221,6 +221,24 @@ class ComputeDriver(abc.ABC):
                 nodes.
         """
 
+    def provider_traits(self, nodename: str) -> Mapping[str, TraitReport]:
+        """The trait report each of ``nodename``'s providers follows, by
+        provider name, the root (``nodename``) first — what ``virtdriver
+        explain`` explains, provider by provider.
+
+        The default: the root follows :meth:`node_capabilities`' report
+        (nothing when it has none).  A driver that puts traits on child
+        providers (NUMA cells, devices) overrides it with the split its
+        :meth:`update_provider_tree` applies, each report with the
+        evidence for that provider.
+
+        Raises:
+            NodeNotFoundError: ``nodename`` is not one of this driver's
+                nodes.
+        """
+        report = self.node_capabilities(nodename).traits
+        return {} if report is None else {nodename: report}
+
     def cleanup_host(self, host: str) -> None:
         """Release what :meth:`init_host` acquired; called at shutdown.
 

@@ -33,7 +33,7 @@ from virtdriver.drivers.fake_host import (
     FakeHostError, FakeHostSpec, load_spec, spec_from_dict)
 from virtdriver.drivers.host_resources import (
     HostResourceError, HostResources, host_resources)
-from virtdriver.drivers.host_tree import publish_host
+from virtdriver.drivers.host_tree import provider_reports, publish_host
 from virtdriver.drivers.identity import root_uuid
 
 if TYPE_CHECKING:
@@ -136,6 +136,13 @@ class FakeDriver(ComputeDriver):
                      resources=self._resources(), report=self._report(),
                      node_uuid=root_uuid(self.root_uuid_kind, nodename),
                      nested=self._nested)
+
+    def provider_traits(self, nodename: str) -> Mapping[str, TraitReport]:
+        """The report each provider follows, as the tree publishes them
+        (:func:`~..host_tree.provider_reports`)."""
+        self.require_node(nodename)
+        return provider_reports(nodename, self._ready().host_capabilities(),
+                                self._report(), nested=self._nested)
 
     def node_resources(self, nodename: str) -> HostResources:
         """The described host's cells, as the tree publishes them."""

@@ -101,6 +101,31 @@ def _subset(report: TraitReport, keep, extra: Iterable[TraitResult] = ()
     return replace(report, results=MappingProxyType(results))
 
 
+def provider_reports(nodename: str, host: HostCapabilities,
+                     report: TraitReport, *, nested: bool = True
+                     ) -> dict[str, TraitReport]:
+    """Provider name → the trait report its traits follow, root first:
+    :func:`publish_host`'s split of the node's ``report``, and what
+    ``explain`` explains per provider.
+
+    Nested, the root gets every family but the CPU features and NUMA;
+    each cell ``<nodename>_NUMA<id>`` the CPU features and its own
+    ``HW_NUMA_ROOT``, asserted.  Flat, the root gets the whole report.
+    Each keeps the node's ownership: a name no provider's report answers
+    for is left as it is (``apply_report``).
+    """
+    if not nested:
+        return {nodename: report}
+    reports = {nodename: _subset(
+        report, lambda r: r.family not in CPU_FAMILIES
+        and r.family != NUMA.name)}
+    for cell in host.cells:
+        reports[cell_provider_name(nodename, cell.id)] = _subset(
+            report, lambda r: r.family in CPU_FAMILIES,
+            (numa_cell_result(host, cell),))
+    return reports
+
+
 def publish_host(tree: Any, nodename: str, *, host: HostCapabilities,
                  resources: HostResources, report: TraitReport,
                  node_uuid: str | None = None, disk_gb: int | None = None,
@@ -118,31 +143,25 @@ def publish_host(tree: Any, nodename: str, *, host: HostCapabilities,
     if disk_gb:
         root_inventory[orc.DISK_GB] = (disk or DiskConfig()).record(disk_gb)
     wanted_cells: dict[str, CellResources] = {}
+    reports = provider_reports(nodename, host, report, nested=nested)
     if nested:
         wanted_cells = {cell_provider_name(nodename, c.cell_id): c
                         for c in resources.cells}
-        root_report = _subset(report, lambda r: r.family not in CPU_FAMILIES
-                              and r.family != NUMA.name)
     else:
         root_inventory.update(cell_inventory(resources.cells, cpu_ratio,
                                              ram_ratio))
-        root_report = report
     tree.update_inventory(nodename, root_inventory)
     tree.update_traits(nodename, apply_report(tree.record(nodename).traits,
-                                              root_report))
+                                              reports[nodename]))
     _remove_stale_cells(tree, nodename, set(wanted_cells))
-    cells_by_id = {cell.id: cell for cell in host.cells}
     for name, cell in wanted_cells.items():
         if not tree.exists(name):
             tree.new_child(name, nodename,
                            child_uuid(tree.record(nodename).uuid, name))
         tree.update_inventory(name, cell_inventory((cell,), cpu_ratio,
                                                    ram_ratio))
-        numa_root = numa_cell_result(host, cells_by_id[cell.cell_id])
-        cell_report = _subset(report, lambda r: r.family in CPU_FAMILIES,
-                              (numa_root,))
         tree.update_traits(name, apply_report(tree.record(name).traits,
-                                              cell_report))
+                                              reports[name]))
 
 
 def _remove_stale_cells(tree: Any, nodename: str, wanted: set[str]) -> None:

@@ -21,8 +21,9 @@ sync with nothing to do need not start it:
   nothing to report (no write, no read of a provider's parts, no note)
   its result stands, with 0 requests and a note saying Placement was not
   started; anything else (the tree changed, a provider is missing, a
-  filter the stand-in cannot answer) returns ``None`` and the caller
-  syncs against the real Placement.
+  filter the stand-in cannot answer, a marking aggregate no provider
+  carries yet — the ``placement-aggregate`` file replaced) returns
+  ``None`` and the caller syncs against the real Placement.
 
 The stamp is only a shortcut: it never makes the sync write or delete
 anything, and a stale one can only cost a Placement start.
@@ -38,6 +39,7 @@ import os
 import pathlib
 from typing import Any
 
+from virtdriver.placement.marker import Marker
 from virtdriver.placement.result import SyncResult
 from virtdriver.placement.state import FILE_NAME as STATE_FILE
 from virtdriver.placement.state import SyncState, SyncStateFile
@@ -136,21 +138,26 @@ class DatabaseStamp:
             LOG.warning("could not remove %s: %s", self.path,
                         exc.strerror or exc)
 
-    def replay(self, tree: Any, **options: Any) -> SyncResult | None:
+    def replay(self, tree: Any, marker: Marker, **options: Any
+               ) -> SyncResult | None:
         """The sync's result without starting Placement, or ``None`` when
-        Placement is needed (module doc).  ``options`` are
-        :func:`~.sync.sync`'s; call it under the state directory's lock.
+        Placement is needed (module doc).  ``marker``: the marking
+        aggregate the real sync would use — a new one (the file replaced)
+        is on no provider yet, so it needs Placement, as does none at all
+        (or a problem to report); ``options`` are :func:`~.sync.sync`'s.
+        Call it under the state directory's lock.
         """
         from virtdriver.placement.sync import sync
 
-        if not self.matches():
+        if marker.uuid is None or marker.problem or not self.matches():
             return None
         state = SyncStateFile(self.state_dir).load()
         if state.note or state.endpoint != self.endpoint:
             return None
         stand_in = _StateClient(_copy(state))
         try:
-            result = sync(tree, stand_in, state=stand_in.state, **options)
+            result = sync(tree, stand_in, state=stand_in.state,
+                          marker=marker.uuid, **options)
         except _NeedPlacement as exc:
             LOG.debug("embedded Placement needed: %s", exc)
             return None

@@ -147,6 +147,11 @@ class SyncResult:
             left exactly as they are.
         notes: remarks on the sync state (a file ignored, and why).
         dry_run: nothing was written; outcomes say what would have been.
+        marker_problem: what went wrong with the marking aggregate
+            (:class:`~.marker.Marker`), one line with what to do.
+        unmarked: no marking aggregate could be kept: providers were
+            listed tree by tree and not marked.  Not a success for a
+            command (exit 2), though what was synced stands.
     """
 
     outcomes: tuple[ProviderOutcome, ...] = ()
@@ -160,6 +165,8 @@ class SyncResult:
     foreign: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     dry_run: bool = False
+    marker_problem: str | None = None
+    unmarked: bool = False
 
     @property
     def errors(self) -> tuple[ProviderOutcome, ...]:

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.placement.deletions import Deletions
 from virtdriver.placement.listing import Listing
-from virtdriver.placement.marker import agent_aggregate
+from virtdriver.placement.marker import Marker, read_marker
 from virtdriver.placement.errors import (
     DuplicateProvider, GenerationConflict, InventoryInUse, PlacementError,
     PlacementRequestError, PlacementTLSError, PlacementUnavailable,
@@ -135,19 +135,22 @@ class Syncer:
             (``placement-aggregate``) and the lock file the ledger uses,
             so a CLI run and an agent sharing it take turns.
         lock_timeout: seconds to wait for the lock (default 30).
-        marker: the marking aggregate; default: the state directory's
-            own (:func:`~.marker.agent_aggregate`, made on first use).
+        marker: the marking aggregate (a uuid, or a
+            :class:`~.marker.Marker` already read); default: the state
+            directory's own (:func:`~.marker.read_marker`, made on first
+            use, read again while it could not be saved).
         options: defaults for :func:`sync`'s keyword arguments.
     """
 
     def __init__(self, client: PlacementClient, state_dir: pathlib.Path | str,
                  *, lock_timeout: float | None = None,
-                 marker: str | None = None, **options: Any) -> None:
+                 marker: Marker | str | None = None,
+                 **options: Any) -> None:
         self.client = client
         kwargs = {} if lock_timeout is None else {
             "lock_timeout": lock_timeout}
         self.state_file = SyncStateFile(state_dir, **kwargs)
-        self.marker = marker
+        self.marker = Marker(marker) if isinstance(marker, str) else marker
         self.options = options
 
     def sync(self, tree: TreeReader, *, owned_for: OwnedFor,
@@ -160,11 +163,16 @@ class Syncer:
                 holder); nothing was sent.
         """
         with self.state_file.locked() as state:
-            if self.marker is None:
-                self.marker = agent_aggregate(self.state_file.state_dir)
-            options = {"marker": self.marker, **self.options, **options}
-            return sync(tree, self.client, owned_for=owned_for, state=state,
-                        **options)
+            if self.marker is None or self.marker.unmarked:
+                self.marker = read_marker(self.state_file.state_dir)
+            marker = self.marker
+            if marker.uuid is not None and marker.problem:
+                self.marker = Marker(marker.uuid)  # a repair: told once
+            options = {"marker": marker.uuid, **self.options, **options}
+            result = sync(tree, self.client, owned_for=owned_for,
+                          state=state, **options)
+        return dataclasses.replace(result, marker_problem=marker.problem,
+                                   unmarked=marker.unmarked)
 
 
 def sync_state_dir(tree: TreeReader, client: PlacementClient, *,

@@ -155,7 +155,8 @@ def plan(config: ProviderConfig, tree: TreeReader, record: AppliedRecord, *,
 
     Raises:
         ProviderConfigError: an entry collides with the driver or with
-            another entry (the message names file, line and entry).
+            another entry (each problem names file, line and entry; all
+            of them are in it).
     """
     # One node's scope is walked alone: planning each of many nodes must
     # cost that node's providers, not a walk of the tree or the entries.
@@ -171,6 +172,7 @@ def plan(config: ProviderConfig, tree: TreeReader, record: AppliedRecord, *,
     changes: dict[str, ProviderChanges] = {}
     updates: dict[str, ProviderRecord] = {}
     kept: list[str] = []
+    errors: list[ProviderConfigError] = []
     for current in providers:
         uuid = current.uuid
         entry = targets.get(uuid)
@@ -178,10 +180,16 @@ def plan(config: ProviderConfig, tree: TreeReader, record: AppliedRecord, *,
             continue
         done = _Provider(current, entry, record.provider(uuid), ownership,
                          owned_classes)
-        change, updates[uuid] = done.plan()
+        try:
+            change, updates[uuid] = done.plan()
+        except ProviderConfigError as exc:
+            errors.append(exc)   # the others are checked too
+            continue
         kept.extend(done.kept)
         if not change.empty:
             changes[uuid] = change
+    if errors:
+        raise ProviderConfigError.every(errors)
     return Plan(MappingProxyType(changes), record.updated(updates),
                 tuple(kept), tuple(warnings))
 
@@ -318,10 +326,14 @@ class _Provider:
         self.ownership = ownership
         self.owned_classes = owned_classes
         self.kept: list[str] = []
+        self.errors: list[ProviderConfigError] = []
 
     def plan(self) -> tuple[ProviderChanges, ProviderRecord]:
+        """Raises: ProviderConfigError: every refusal on this provider."""
         add, remove, traits = self.traits()
         set_, drop, inventories = self.inventories()
+        if self.errors:
+            raise ProviderConfigError.every(self.errors)
         change = ProviderChanges(
             self.current.uuid, self.current.name, frozenset(add),
             frozenset(remove), MappingProxyType(set_), frozenset(drop))
@@ -337,11 +349,12 @@ class _Provider:
         applied: dict[str, Applied] = {}
         for trait, source in desired.items():
             if self.ownership.owns(trait):
-                raise ProviderConfigError.at(
+                self.errors.append(ProviderConfigError.at(
                     source.path, source.line, f"providers[{source.entry}]"
                     ".traits", f"{trait} is owned by the driver on "
                     f"{self.current.label} (it sets and removes it itself)",
-                    "remove it from the file")
+                    "remove it from the file"))
+                continue
             before = self.recorded.traits.get(trait)
             if trait in present:
                 added = before.added if before is not None else False
@@ -372,10 +385,11 @@ class _Provider:
             source = entry.inventory_sources[rc]
             where = f"providers[{source.entry}].inventories"
             if rc in self.owned_classes:
-                raise ProviderConfigError.at(
+                self.errors.append(ProviderConfigError.at(
                     source.path, source.line, where, f"{rc} is a resource "
                     f"class the driver reports on {self.current.label}",
-                    "remove it from the file")
+                    "remove it from the file"))
+                continue
             before = self.recorded.inventories.get(rc)
             now = present.get(rc)
             if now is None:
@@ -385,11 +399,12 @@ class _Provider:
             elif before is not None and now == before.inventory:
                 set_[rc], added = wanted, before.added
             else:
-                raise ProviderConfigError.at(
+                self.errors.append(ProviderConfigError.at(
                     source.path, source.line, where, f"{rc} is already on "
                     f"{self.current.label} with other values, set by someone "
                     "else (the driver or another agent)", "remove it from "
-                    "the file, or from whatever else sets it")
+                    "the file, or from whatever else sets it"))
+                continue
             applied[rc] = Applied(source.path, source.line, source.entry,
                                   added, wanted)
         drop = set()

@@ -5,7 +5,8 @@ together, and tell cheaply whether any changed.
 ending in ``.yaml`` or ``.yml`` (not hidden ones, not in subdirectories)
 are read in name order; one bad file refuses the whole directory, so a
 half-read configuration is never applied — and never removes anything;
-nor does a directory that does not exist.
+nor does a directory that does not exist.  Every file is still checked,
+so the refusal lists every problem of every file at once.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def load_directory(directory: pathlib.Path | str) -> ProviderConfig:
     Raises:
         ProviderConfigError: a file is refused (:func:`.schema.parse_file`),
             or two entries identify one provider the same way (within a
-            file or across files); nothing of the directory is used.
+            file or across files); nothing of the directory is used.  It
+            carries every problem found (``errors``).
     """
     directory = pathlib.Path(directory)
     files = config_files(directory)
@@ -77,11 +79,21 @@ def load_directory(directory: pathlib.Path | str) -> ProviderConfig:
     entries: list[ProviderEntry] = []
     if files:  # the schema, and YAML with it, only for files to read
         from virtdriver.provider_config.schema import parse_file
+    errors: list[ProviderConfigError] = []
     for path in files:
-        found, notes = parse_file(path)
+        try:
+            found, notes = parse_file(path)
+        except ProviderConfigError as exc:
+            errors.append(exc)
+            continue
         entries.extend(found)
         warnings.extend(notes)
-    check_unique(entries)
+    try:
+        check_unique(entries)
+    except ProviderConfigError as exc:
+        errors.append(exc)
+    if errors:
+        raise ProviderConfigError.every(errors)
     return ProviderConfig(str(directory), tuple(map(str, files)),
                           tuple(entries), tuple(warnings))
 
@@ -91,17 +103,20 @@ def check_unique(entries: Iterable[ProviderEntry]) -> None:
     the same ``name``, in one file or in two.
 
     Raises:
-        ProviderConfigError: at the second, naming the first.
+        ProviderConfigError: at each second one, naming the first.
     """
     first: dict[tuple[str, str], ProviderEntry] = {}
+    errors = []
     for entry in entries:
         earlier = first.setdefault(entry.identification.key, entry)
         if earlier is not entry:
-            raise ProviderConfigError.at(
+            errors.append(ProviderConfigError.at(
                 entry.source.path, entry.source.line,
                 f"providers[{entry.source.entry}]",
                 f"{entry.identification} is identified again (first at "
-                f"{earlier.source})", "merge the two entries into one")
+                f"{earlier.source})", "merge the two entries into one"))
+    if errors:
+        raise ProviderConfigError.every(errors)
 
 
 def check_ownership(config: ProviderConfig, ownership: Ownership,
@@ -112,22 +127,25 @@ def check_ownership(config: ProviderConfig, ownership: Ownership,
     the same name would fight it (or make its removal look like drift).
 
     Raises:
-        ProviderConfigError: at the first such trait or resource class.
+        ProviderConfigError: naming every such trait and resource class.
     """
     owned_classes = frozenset(owned_classes)
+    errors = []
     for entry in config.entries:
         for trait, source in entry.traits.items():
             if ownership.owns(trait):
-                raise ProviderConfigError.at(
+                errors.append(ProviderConfigError.at(
                     source.path, source.line, f"providers[{source.entry}]"
                     ".traits", f"{trait} is owned by the driver (it sets "
-                    "and removes it itself)", "remove it from the file")
+                    "and removes it itself)", "remove it from the file"))
         for rc, source in entry.inventory_sources.items():
             if rc in owned_classes:
-                raise ProviderConfigError.at(
+                errors.append(ProviderConfigError.at(
                     source.path, source.line, f"providers[{source.entry}]"
                     ".inventories", f"{rc} is a resource class the driver "
-                    "reports itself", "remove it from the file")
+                    "reports itself", "remove it from the file"))
+    if errors:
+        raise ProviderConfigError.every(errors)
 
 
 DirectorySignature = tuple[Signature | None, tuple[tuple[str, Signature |

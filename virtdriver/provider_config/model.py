@@ -25,7 +25,8 @@ class ProviderConfigError(ValueError):
     """A provider config file (or the directory of them) is refused.
 
     The message is one line: where (``file:line: providers[i]...``), what
-    is wrong, and after ``"; "`` what to do.
+    is wrong, and after ``"; "`` what to do — or, for several problems
+    (:meth:`every`), a heading and one such line each.
 
     Attributes:
         path: the file, when one is to blame (else ``None``).
@@ -34,11 +35,35 @@ class ProviderConfigError(ValueError):
     """
 
     def __init__(self, message: str, *, path: str | None = None,
-                 line: int | None = None, where: str = "") -> None:
+                 line: int | None = None, where: str = "",
+                 errors: tuple[ProviderConfigError, ...] = ()) -> None:
         self.path = path
         self.line = line
         self.where = where
+        #: Every problem found, one error each (just this one, alone).
+        self.errors = errors or (self,)
         super().__init__(message)
+
+    @classmethod
+    def every(cls, errors: list[ProviderConfigError]
+              ) -> ProviderConfigError:
+        """One error for all of ``errors`` (at least one): the error
+        itself when alone, else a heading line and one line per problem,
+        by file (in the order found) and line."""
+        flat = [one for error in errors for one in error.errors]
+        if len(flat) == 1:
+            return flat[0]
+        files = list(dict.fromkeys(e.path for e in flat if e.path))
+        flat.sort(key=lambda e: (files.index(e.path) if e.path else -1,
+                                 e.line or 0))
+        where = (files[0] if len(files) == 1
+                 else f"{len(files)} provider config files")
+        lines = [f"{where}: {len(flat)} problems; every one must be fixed "
+                 "before any file is used:"]
+        lines += [f"  {error}" for error in flat]
+        first = flat[0]
+        return cls("\n".join(lines), path=first.path, line=first.line,
+                   where=first.where, errors=tuple(flat))
 
     @classmethod
     def at(cls, path: str, line: int | None, where: str, problem: str,

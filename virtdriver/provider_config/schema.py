@@ -17,7 +17,9 @@ Stricter than Nova in one way: a field the schema does not have is
 refused, not ignored — a misspelt ``trait:`` would otherwise drop the
 entry's traits, and since deleting an entry removes what it applied, it
 would take them off the providers.  Every refusal is a
-:class:`~.model.ProviderConfigError` naming the file, line and place.
+:class:`~.model.ProviderConfigError` naming the file, line and place; a
+file is checked to its end, so one error carries every problem the file
+has (:meth:`~.model.ProviderConfigError.every`), not just the first.
 """
 
 from __future__ import annotations
@@ -55,11 +57,19 @@ def parse_file(path: pathlib.Path | str
 
     Raises:
         ProviderConfigError: the file cannot be read safely, or does not
-            follow the schema (the message names file, line and place).
+            follow the schema: every problem, each naming file, line and
+            place.
     """
     path = pathlib.Path(path)
     data = read_marked(path, WHAT, ProviderConfigError)
-    return _File(str(path)).document(data)
+    checked = _File(str(path))
+    try:
+        found = checked.document(data)
+    except ProviderConfigError as exc:  # the document cannot go on
+        checked.errors.append(exc)
+    if checked.errors:
+        raise ProviderConfigError.every(checked.errors)
+    return found
 
 
 class _File:
@@ -68,6 +78,9 @@ class _File:
     def __init__(self, path: str) -> None:
         self.path = path
         self.warnings: list[str] = []
+        #: Problems found so far; the checks go on past each one they
+        #: can (a field, a list item, an entry) to find the others.
+        self.errors: list[ProviderConfigError] = []
 
     def fail(self, line: int | None, where: str, problem: str,
              remedy: str) -> ProviderConfigError:
@@ -88,15 +101,16 @@ class _File:
                             "write it as field: value lines")
         for key in value:
             if key not in known:
-                raise self.fail(
+                self.errors.append(self.fail(
                     value.line_of(key), where,
                     f"unknown field {_quote(key)}", "schema "
                     f"{SCHEMA_VERSION} has only {', '.join(known)} here "
-                    "(check the spelling)")
+                    "(check the spelling)"))
         for key in required:
             if key not in value:
-                raise self.fail(value.line, where, f"{key!r} is missing",
-                                f"add {key}: (see docs/provider-config.md)")
+                self.errors.append(self.fail(
+                    value.line, where, f"{key!r} is missing",
+                    f"add {key}: (see docs/provider-config.md)"))
         return value
 
     def sequence(self, value: Any, where: str, line: int, what: str
@@ -119,7 +133,11 @@ class _File:
                             f"meta: {{schema_version: '{SCHEMA_VERSION}'}}")
         top = self.fields(data, "the document", 1, ("meta", "providers"),
                           required=("meta",))
-        self.meta(top["meta"], top.line_of("meta"))
+        if "meta" in top:
+            try:
+                self.meta(top["meta"], top.line_of("meta"))
+            except ProviderConfigError as exc:
+                self.errors.append(exc)
         if "providers" not in top:
             return [], self.warnings
         providers = self.sequence(top["providers"], "providers",
@@ -127,7 +145,13 @@ class _File:
                                   "provider entries")
         entries = []
         for index, item in enumerate(providers):
-            entry = self.entry(item, index, providers.line_of(index))
+            try:
+                entry = self.entry(item, index, providers.line_of(index))
+            except ProviderConfigError as exc:
+                self.errors.append(exc)
+                continue
+            if entry is None:
+                continue
             if entry.empty:
                 self.warnings.append(
                     f"{entry.source}: {entry.identification} names no "
@@ -139,6 +163,8 @@ class _File:
     def meta(self, value: Any, line: int) -> None:
         meta = self.fields(value, "meta", line, ("schema_version",),
                            required=("schema_version",))
+        if "schema_version" not in meta:
+            return
         version = meta["schema_version"]
         line = meta.line_of("schema_version")
         if not isinstance(version, str):
@@ -157,32 +183,57 @@ class _File:
                 f"virtdriver reads the fields of {SCHEMA_VERSION} (any other "
                 "field is refused)")
 
-    def entry(self, value: Any, index: int, line: int) -> ProviderEntry:
+    def entry(self, value: Any, index: int, line: int
+              ) -> ProviderEntry | None:
+        """The entry, or ``None`` when its identification is refused
+        (its traits and inventories are still checked)."""
         where = f"providers[{index}]"
         item = self.fields(value, where, line,
                            ("identification", "inventories", "traits"),
                            required=("identification",))
         source = Source(self.path, line, index)
-        ident = self.identification(item["identification"],
-                                    f"{where}.identification",
-                                    item.line_of("identification"))
+        ident = None
+        if "identification" in item:
+            try:
+                ident = self.identification(item["identification"],
+                                            f"{where}.identification",
+                                            item.line_of("identification"))
+            except ProviderConfigError as exc:
+                self.errors.append(exc)
         traits = {}
         if "traits" in item:
-            traits = self.traits(item["traits"], f"{where}.traits",
-                                 item.line_of("traits"), index)
+            traits = self.gathered(self.traits, {}, item["traits"],
+                                   f"{where}.traits",
+                                   item.line_of("traits"), index)
         inventories, sources = {}, {}
         if "inventories" in item:
-            inventories, sources = self.inventories(
-                item["inventories"], f"{where}.inventories",
-                item.line_of("inventories"), index, ident)
+            inventories, sources = self.gathered(
+                self.inventories, ({}, {}), item["inventories"],
+                f"{where}.inventories", item.line_of("inventories"), index,
+                ident or Identification(name=where))
+        if ident is None:
+            return None
         return ProviderEntry(ident, source, traits, inventories, sources)
 
+    def gathered(self, check, default, *args):
+        """``check(*args)``, or ``default`` with its refusal noted."""
+        try:
+            return check(*args)
+        except ProviderConfigError as exc:
+            self.errors.append(exc)
+            return default
+
     def identification(self, value: Any, where: str, line: int
-                       ) -> Identification:
+                       ) -> Identification | None:
+        """The identification; ``None`` when it has only unknown
+        fields (each already refused)."""
         ident = self.fields(value, where, line, ("uuid", "name"))
-        if len(ident) != 1:
+        present = [key for key in ("uuid", "name") if key in ident]
+        if not present and ident:
+            return None
+        if len(present) != 1:
             raise self.fail(ident.line, where, "has both uuid and name"
-                            if ident else "is empty", "identify the "
+                            if present else "is empty", "identify the "
                             "provider by exactly one of uuid or name")
         if "name" in ident:
             name = ident["name"]
@@ -220,23 +271,33 @@ class _File:
         for position, name in enumerate(names):
             line = names.line_of(position)
             place = f"{where}[{position}]"
-            if not isinstance(name, str):
-                raise self.fail(line, place, f"{kind_of(name)} is not a "
-                                "trait name", "write the name, quoted if "
-                                "YAML reads it as something else")
-            reason = invalid_reason(name)
-            if reason or not name.startswith(CUSTOM_PREFIX):
-                raise self.fail(
-                    line, place, f"{_quote(name)} is not a CUSTOM_ trait"
-                    + (f" ({reason})" if reason else ""),
-                    "provider config files set only CUSTOM_[A-Z0-9_]+ "
-                    "traits (standard traits are the driver's)")
-            if name in found:
-                raise self.fail(line, place, f"{name} appears twice "
-                                f"(first at line {found[name].line})",
-                                "list it once")
+            problem = self.trait_problem(name, line, place, found)
+            if problem is not None:
+                self.errors.append(problem)
+                continue
             found[name] = Source(self.path, line, index)
         return found
+
+    def trait_problem(self, name: Any, line: int, place: str,
+                      found: dict[str, Source]
+                      ) -> ProviderConfigError | None:
+        """Why ``name`` cannot be in the list, or ``None``."""
+        if not isinstance(name, str):
+            return self.fail(line, place, f"{kind_of(name)} is not a "
+                             "trait name", "write the name, quoted if "
+                             "YAML reads it as something else")
+        reason = invalid_reason(name)
+        if reason or not name.startswith(CUSTOM_PREFIX):
+            return self.fail(
+                line, place, f"{_quote(name)} is not a CUSTOM_ trait"
+                + (f" ({reason})" if reason else ""),
+                "provider config files set only CUSTOM_[A-Z0-9_]+ "
+                "traits (standard traits are the driver's)")
+        if name in found:
+            return self.fail(line, place, f"{name} appears twice "
+                             f"(first at line {found[name].line})",
+                             "list it once")
+        return None
 
     def inventories(self, value: Any, where: str, line: int, index: int,
                     ident: Identification) -> tuple[dict, dict]:
@@ -253,19 +314,25 @@ class _File:
         for position, item in enumerate(items):
             place = f"{where}[{position}]"
             if not isinstance(item, MarkedMap):
-                raise self.fail(items.line_of(position), place,
-                                f"{kind_of(item)} is not a mapping",
-                                "write CUSTOM_NAME: {total: N, ...}")
+                self.errors.append(self.fail(
+                    items.line_of(position), place,
+                    f"{kind_of(item)} is not a mapping",
+                    "write CUSTOM_NAME: {total: N, ...}"))
+                continue
             for rc, fields in item.items():
                 line = item.line_of(rc)
-                self.resource_class(rc, line, place)
-                if rc in records:
-                    raise self.fail(line, place, f"{rc} appears twice "
-                                    f"(first at line {sources[rc].line})",
-                                    "give each resource class once")
-                records[rc] = self.record(rc, fields, line, f"{place}.{rc}",
-                                          ident)
-                sources[rc] = Source(self.path, line, index)
+                try:
+                    self.resource_class(rc, line, place)
+                    if rc in sources:
+                        raise self.fail(
+                            line, place, f"{rc} appears twice (first at "
+                            f"line {sources[rc].line})",
+                            "give each resource class once")
+                    sources[rc] = Source(self.path, line, index)
+                    records[rc] = self.record(rc, fields, line,
+                                              f"{place}.{rc}", ident)
+                except ProviderConfigError as exc:
+                    self.errors.append(exc)
         return records, sources
 
     def resource_class(self, rc: Any, line: int, place: str) -> None:

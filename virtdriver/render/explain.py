@@ -16,7 +16,9 @@ DEFAULT_WIDTH = 100
 #: The evidence column never gets narrower than this, however long the
 #: trait names: a wide table wraps in the terminal rather than the words.
 MIN_EVIDENCE = 30
-HEADINGS = ("TRAIT", "STATUS", "FAMILY", "EVIDENCE")
+HEADINGS = ("PROVIDER", "TRAIT", "STATUS", "FAMILY", "EVIDENCE")
+#: The columns before the evidence.
+_LEADING = len(HEADINGS) - 1
 #: The evidence's indent when it goes under its row.
 STACKED_INDENT = 4
 NO_MATCH = "no trait matches the filters\n"
@@ -31,10 +33,11 @@ def render_explanations(answers: Sequence[Explanation], fmt: str) -> str:
 
 def render_explanation_table(answers: Sequence[Explanation], fmt: str, *,
                              width: int = DEFAULT_WIDTH) -> str:
-    """Every answer as one row — trait, status, family, one-line evidence
-    wrapped to ``width`` columns — or, for ``json``, a list of objects.
+    """Every answer as one row — provider, trait, status, family, one-line
+    evidence wrapped to ``width`` columns — or, for ``json``, a list of
+    objects.
 
-    When the first three columns leave the evidence fewer than
+    When the leading columns leave the evidence fewer than
     :data:`MIN_EVIDENCE` columns, the evidence goes under each row,
     indented, instead of beside it.
     """
@@ -42,9 +45,10 @@ def render_explanation_table(answers: Sequence[Explanation], fmt: str, *,
         return render_explanations(answers, fmt)
     if not answers:
         return NO_MATCH
-    rows = [(a.trait, a.status, a.family or "-", a.summary) for a in answers]
+    rows = [(a.provider or "-", a.trait, a.status, a.family or "-",
+             a.summary) for a in answers]
     widths = [max(len(row[i]) for row in [HEADINGS, *rows])
-              for i in range(3)]
+              for i in range(_LEADING)]
     indent = sum(widths) + 2 * len(widths)
     beside = width - indent >= MIN_EVIDENCE
     if not beside:
@@ -52,9 +56,10 @@ def render_explanation_table(answers: Sequence[Explanation], fmt: str, *,
     lines = []
     for row in [HEADINGS, *rows]:
         start = "".join(cell.ljust(w + 2) for cell, w in
-                        zip(row[:3], widths, strict=True))
+                        zip(row[:_LEADING], widths, strict=True))
         # Whole words: a long name overflows rather than splitting.
-        wrapped = textwrap.wrap(row[3], max(width - indent, MIN_EVIDENCE),
+        wrapped = textwrap.wrap(row[_LEADING],
+                                max(width - indent, MIN_EVIDENCE),
                                 break_long_words=False,
                                 break_on_hyphens=False) or [""]
         if beside:

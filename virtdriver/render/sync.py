@@ -55,6 +55,8 @@ def render_sync(result: SyncResult, target: str) -> str:
                             break_long_words=False, break_on_hyphens=False)
               for o in result.outcomes]
     lines += [f"  note: {note}" for note in result.notes]
+    if result.marker_problem:
+        lines.append(f"  warning: {result.marker_problem}")
     if result.foreign:
         lines.append(f"  {_count(len(result.foreign), 'provider')} in "
                      "these trees are someone else's, left as they are")
@@ -76,7 +78,9 @@ def sync_json(result: SyncResult, target: str) -> dict[str, Any]:
         "conflicts": result.conflicts,
         "seconds": round(result.seconds, 4),
         "providers": [outcome_json(o) for o in result.outcomes],
-        "foreign": list(result.foreign), "notes": list(result.notes)}
+        "foreign": list(result.foreign), "notes": list(result.notes),
+        "marker_problem": result.marker_problem,
+        "unmarked": result.unmarked}
 
 
 def outcome_json(outcome: ProviderOutcome) -> dict[str, Any]:

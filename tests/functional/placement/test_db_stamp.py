@@ -13,6 +13,7 @@ import pytest
 from placement_helpers import Host
 
 from virtdriver.placement.db_stamp import DatabaseStamp
+from virtdriver.placement.marker import Marker
 from virtdriver.placement.state import FILE_NAME
 
 
@@ -82,13 +83,20 @@ def test_a_synced_tree_replays_without_a_request(tmp_path, placement):
     stamp.record()
     sent = client.counts
 
-    result = stamp.replay(host.tree, owned_for=host.owned,
-                          remove=host.owned.gone)
+    result = stamp.replay(host.tree, Marker(host.marker),
+                          owned_for=host.owned, remove=host.owned.gone)
 
     assert result is not None and result.ok and not result.changed
     assert result.counts.total == 0 and client.counts == sent
     assert result.notes[0].startswith("embedded Placement not started")
     assert stamp.matches()   # the replay saved nothing
+    # A marking aggregate no provider carries (the file replaced), none
+    # at all, or one just repaired: Placement is needed.
+    for marker in (Marker("0c5d2b4e-6b62-4c8e-9d1a-3f1f4a1b2c3d"),
+                   Marker(None, "could not save"),
+                   Marker(host.marker, "replaced")):
+        assert stamp.replay(host.tree, marker, owned_for=host.owned) is None
+    assert client.counts == sent
 
     # The tree changed: Placement is needed, and nothing was sent.
     cell = next(p for p in host.tree.providers() if p.inventory)
@@ -96,7 +104,8 @@ def test_a_synced_tree_replays_without_a_request(tmp_path, placement):
     rc, record = sorted(inventory.items())[0]
     inventory[rc] = dataclasses.replace(record, reserved=record.reserved + 1)
     assert host.tree.update_inventory(cell.uuid, inventory)
-    assert stamp.replay(host.tree, owned_for=host.owned) is None
+    assert stamp.replay(host.tree, Marker(host.marker),
+                        owned_for=host.owned) is None
     assert client.counts == sent
 
 
@@ -107,5 +116,6 @@ def test_a_state_of_another_service_is_not_replayed(tmp_path, placement):
     stamp = DatabaseStamp(tmp_path / "state" / "placement.sqlite",
                           tmp_path / "state", "in-process:sqlite:///other")
     stamp.record()
-    assert stamp.replay(host.tree, owned_for=host.owned) is None
+    assert stamp.replay(host.tree, Marker(host.marker),
+                        owned_for=host.owned) is None
 

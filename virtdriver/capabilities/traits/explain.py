@@ -1,15 +1,17 @@
 """Explain any trait name in one sentence, with the evidence behind it.
 
-:func:`explain` answers one name; :func:`explain_all` answers every name
-the driver owns, derived, refused or an operator's provider config file
-names, once each; :func:`select` filters answers by status and family.
+:func:`explain` answers one name on one provider; :func:`explain_all`
+answers every name the driver owns, derived, refused or an operator's
+provider config file names, once each; :func:`select` filters answers by
+status and family.  :mod:`.explain_providers` answers for every provider
+of a node.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import os_resource_classes as orc
@@ -17,11 +19,15 @@ import os_resource_classes as orc
 from virtdriver.capabilities.traits.derive import TraitReport, evidence_json
 from virtdriver.capabilities.traits.model import Evidence, TraitState
 from virtdriver.capabilities.traits.names import invalid_reason, is_standard
+from virtdriver.capabilities.traits.ownership import Ownership
 
 NOT_OURS = "not ours"
 INVALID = "invalid"
 UNANSWERED = "owned, not derived"
 PROVIDER_CONFIG = "provider config"
+#: Asserted by the driver's report, but outside what the driver owns on
+#: the node: the tracker takes it off (``report``/``sync`` warn).
+DROPPED = "not owned: dropped"
 
 #: Where an inventory comes from, for a resource class given to explain
 #: in place of a trait.
@@ -37,7 +43,7 @@ INVENTORY_SOURCES = {
 
 #: Every status an explanation can have, in the order a table lists them.
 STATUSES = (*(state.value for state in TraitState), UNANSWERED,
-            PROVIDER_CONFIG, INVALID, NOT_OURS)
+            PROVIDER_CONFIG, DROPPED, INVALID, NOT_OURS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +70,9 @@ class ConfigSource:
 
 @dataclass(frozen=True, slots=True)
 class Explanation:
-    """Why a trait is (or is not) on the compute node.
+    """Why a trait is (or is not) on a provider: one row of ``explain``'s
+    table — provider, trait, status, family (the source that answered),
+    evidence.
 
     Attributes:
         trait: the name asked about.
@@ -74,6 +82,7 @@ class Explanation:
         evidence: everything behind the sentence.
         summary: the evidence in one line (a table's column).
         config: the provider config file line, for ``provider config``.
+        provider: the provider's name (``None``: the node as a whole).
     """
 
     trait: str
@@ -83,6 +92,7 @@ class Explanation:
     evidence: tuple[Evidence, ...] = ()
     summary: str = ""
     config: ConfigSource | None = None
+    provider: str | None = None
 
     def text(self) -> str:
         """The sentence, then one indented line per piece of evidence."""
@@ -97,6 +107,7 @@ class Explanation:
     def to_json(self) -> dict[str, Any]:
         """The explanation as a JSON-ready dict."""
         data: dict[str, Any] = {
+            "provider": self.provider,
             "trait": self.trait, "status": self.status,
             "sentence": self.sentence, "family": self.family,
             "summary": self.summary,
@@ -109,14 +120,28 @@ class Explanation:
 
 
 def explain(trait: str, report: TraitReport,
-            configured: Mapping[str, ConfigSource] | None = None
+            configured: Mapping[str, ConfigSource] | None = None, *,
+            owned: Ownership | None = None, provider: str | None = None
             ) -> Explanation:
     """Explain ``trait`` against ``report`` (see :class:`Explanation`).
 
     ``configured`` maps the traits operators' provider config files name
-    for this host's compute node to the line naming them; the driver's own
-    answer comes first (a file cannot name a trait the driver owns).
+    for the provider to the line naming them; the driver's own answer
+    comes first (a file cannot name a trait the driver owns).  ``owned``:
+    what the driver owns on the node, as the tracker keeps it (default:
+    the report's own ownership); a trait asserted outside it is
+    :data:`DROPPED`.  ``provider``: the provider's name, said in the
+    sentence.
     """
+    found = _explain(trait, report, configured, owned,
+                     trait if provider is None else f"{trait} on {provider!r}")
+    return found if provider is None else replace(found, provider=provider)
+
+
+def _explain(trait: str, report: TraitReport,
+             configured: Mapping[str, ConfigSource] | None,
+             owned: Ownership | None, head: str) -> Explanation:
+    owned = owned if owned is not None else report.ownership
     result = report.results.get(trait)
     if result is not None:
         status = result.state.value
@@ -124,12 +149,19 @@ def explain(trait: str, report: TraitReport,
             "no evidence recorded"
         more = len(result.evidence) - 1
         summary = first + (f" (and {more} more)" if more > 0 else "")
-        return Explanation(trait, status, f"{trait}: {status} — {summary}",
+        if result.state is TraitState.ASSERTED and not owned.owns(trait):
+            return Explanation(
+                trait, DROPPED, f"{head}: {DROPPED} — the driver asserts it "
+                f"({summary}) but does not own it on this node, so the "
+                "tracker takes it off with a warning; the driver must add "
+                "it to its ownership", result.family, result.evidence,
+                f"asserted but not owned, taken off — {summary}")
+        return Explanation(trait, status, f"{head}: {status} — {summary}",
                            result.family, result.evidence, summary)
     for bad in report.invalid:
         if bad.name == trait:
             summary = f"produced by {bad.family} but refused — {bad.reason}"
-            return Explanation(trait, INVALID, f"{trait}: {summary}",
+            return Explanation(trait, INVALID, f"{head}: {summary}",
                                bad.family, bad.evidence, summary)
     reason = invalid_reason(trait)
     if reason and trait in orc.STANDARDS:
@@ -138,23 +170,23 @@ def explain(trait: str, report: TraitReport,
                   + (f"; {INVENTORY_SOURCES[trait]}"
                      if trait in INVENTORY_SOURCES else ""))
     if reason:
-        return Explanation(trait, INVALID, f"{trait}: not a valid trait "
+        return Explanation(trait, INVALID, f"{head}: not a valid trait "
                            f"name — {reason}", summary=reason)
-    if report.ownership.owns(trait):
-        return Explanation(trait, UNANSWERED, f"{trait}: owned by this "
+    if owned.owns(trait):
+        return Explanation(trait, UNANSWERED, f"{head}: owned by this "
                            "driver, but no family derived it this time; the "
                            "tracker leaves it as it is",
                            summary="no family derived it this time")
     source = (configured or {}).get(trait)
     if source is not None:
         return Explanation(
-            trait, PROVIDER_CONFIG, f"{trait}: provider config — set by "
+            trait, PROVIDER_CONFIG, f"{head}: provider config — set by "
             f"provider config file {source.path} line {source.line} (entry "
             f"providers[{source.entry}]) on {source.provider}; delete that "
             "line to have the next update remove it",
             summary=f"{source} for {source.provider}", config=source)
     kind = "a standard trait" if is_standard(trait) else "a custom trait"
-    return Explanation(trait, NOT_OURS, f"{trait}: not ours — {kind} this "
+    return Explanation(trait, NOT_OURS, f"{head}: not ours — {kind} this "
                        "driver neither sets nor removes; whoever set it "
                        "keeps it", summary=f"{kind} this driver does not "
                        "own")

@@ -42,7 +42,7 @@ from virtdriver.drivers.base import (
     ComputeDriver, DriverError, NodeCapabilities, ProviderTreeLike)
 from virtdriver.drivers.host_resources import (
     HostResourceError, HostResources, host_resources)
-from virtdriver.drivers.host_tree import publish_host
+from virtdriver.drivers.host_tree import provider_reports, publish_host
 from virtdriver.drivers.libvirt.capabilities import LIBVIRT_CAPABILITIES
 from virtdriver.drivers.libvirt.connection import (
     LibvirtConnectionError, state_dir)
@@ -217,6 +217,16 @@ class LibvirtDriver(ComputeDriver):
     def ownership_for(self, nodename: str) -> Ownership:
         """The registry, plus the traits the device rules name."""
         return self._devices.ownership
+
+    def provider_traits(self, nodename: str) -> Mapping[str, TraitReport]:
+        """The report each provider follows, as the tree publishes them
+        (:func:`~..host_tree.provider_reports`)."""
+        self.require_node(nodename)
+        reading = self._reading()
+        resources, unknown = self._resources(reading)
+        return provider_reports(nodename, reading.host,
+                                self._report(reading, resources, unknown),
+                                nested=self._nested)
 
     def node_resources(self, nodename: str) -> HostResources:
         """The host's NUMA cells as the tree publishes them (from the
