@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from virtdriver.capabilities.devices.selection import (
@@ -71,6 +71,9 @@ class DevicePublication:
 
     results: tuple[TraitResult, ...] = ()
     providers: tuple[str, ...] = ()
+    #: Provider name → the results its traits follow (``explain``'s rows).
+    per_provider: Mapping[str, tuple[TraitResult, ...]] = field(
+        default_factory=dict)
 
 
 def device_provider_name(nodename: str, offer: DeviceOffer) -> str:
@@ -118,16 +121,22 @@ def publish_devices(tree: Any, nodename: str,
     owned = DEVICE_OWNERSHIP.union(rule_owned)
     existing = existing_device_providers(tree, nodename)
     results: dict[str, TraitResult] = {}
+    per: dict[str, tuple[TraitResult, ...]] = {}
     if offers is None:
-        for data in existing.values():
+        for name, data in existing.items():
+            mine: dict[str, TraitResult] = {}
+            _unknown(mine, data.traits, owned, "device reading unknown")
+            per[name] = tuple(mine.values())
             _unknown(results, data.traits, owned, "device reading unknown")
-        return DevicePublication(_final(results), tuple(existing))
+        return DevicePublication(_final(results), tuple(existing), per)
     root = tree.record(nodename)
     wanted = {device_provider_name(nodename, o): o for o in offers}
     for name, data in existing.items():
         if name not in wanted:
-            _gone(tree, data, used(data.uuid), owned, results,
-                  "its device is gone or no longer listed")
+            kept = _gone(tree, data, used(data.uuid), owned, results,
+                         "its device is gone or no longer listed")
+            if kept:
+                per[name] = kept
     for name, offer in wanted.items():
         parent = root.name
         if nested and offer.numa_node is not None:
@@ -145,8 +154,9 @@ def publish_devices(tree: Any, nodename: str,
         usage = used(data.uuid) or {}
         if any(rc != offer.resource_class and amount
                for rc, amount in usage.items()):
-            _gone(tree, data, usage, owned, results,
-                  f"re-typed to {offer.resource_class} while allocated")
+            per[name] = _gone(
+                tree, data, usage, owned, results,
+                f"re-typed to {offer.resource_class} while allocated")
             continue
         total = offer.total
         taken = usage.get(offer.resource_class, 0)
@@ -156,6 +166,7 @@ def publish_devices(tree: Any, nodename: str,
                 max(total, taken), max(0, taken - total))
         tree.update_inventory(name, inventory)
         asserted = traits_of(offer)
+        per[name] = asserted
         for result in asserted:
             earlier = results.get(result.trait)
             if earlier is None or earlier.state is TraitState.UNKNOWN:
@@ -163,7 +174,7 @@ def publish_devices(tree: Any, nodename: str,
         tree.update_traits(name, frozenset(
             t for t in data.traits if not owned.owns(t))
             | {r.trait for r in asserted})
-    return DevicePublication(_final(results), tuple(wanted))
+    return DevicePublication(_final(results), tuple(wanted), per)
 
 
 def _allocated(usage: Mapping[str, int] | None) -> bool:
@@ -172,11 +183,13 @@ def _allocated(usage: Mapping[str, int] | None) -> bool:
 
 def _gone(tree: Any, data: Any, usage: Mapping[str, int] | None,
           owned: Ownership, results: dict[str, TraitResult],
-          why: str) -> None:
+          why: str) -> tuple[TraitResult, ...]:
+    """Remove ``data``'s provider, or keep it reserved while allocated;
+    the results of a kept one (none when removed)."""
     if not _allocated(usage):
         tree.remove(data.uuid)
         LOG.info("device provider %s removed: %s", data.name, why)
-        return
+        return ()
     inventory = {}
     for rc, inv in data.inventory.items():
         total = max(inv.total, usage.get(rc, 0))
@@ -193,7 +206,11 @@ def _gone(tree: Any, data: Any, usage: Mapping[str, int] | None,
     tree.update_traits(data.name, data.traits | {MISSING})
     _unknown(results, data.traits - {MISSING}, owned,
              "kept while allocated")
-    results[MISSING] = missing_result(data.name, f"{why} while allocated")
+    missing = missing_result(data.name, f"{why} while allocated")
+    results[MISSING] = missing
+    mine: dict[str, TraitResult] = {}
+    _unknown(mine, data.traits - {MISSING}, owned, "kept while allocated")
+    return (missing, *mine.values())
 
 
 def _unknown(results: dict[str, TraitResult], traits, owned: Ownership,

@@ -145,6 +145,22 @@ def _pci_identity(device: PCIDevice) -> Iterable[TraitResult]:
                       "capability[@type='pci']/class"))
 
 
+#: What a device provider is not, when a static trait is unasserted on it.
+_KIND_MEANS = {
+    os_traits.COMPUTE_MANAGED_PCI_DEVICE:
+        "a PCI passthrough device (a function or a pool of VFs)",
+    os_traits.HW_NIC_SRIOV: "a pool of SR-IOV VFs",
+    MISSING: "kept only for what is allocated on a gone device",
+}
+
+
+def kind_unasserted(name: str, trait: str) -> TraitResult:
+    """A device-kind ``trait`` unasserted on provider ``name``, saying
+    what the provider is not."""
+    return KIND.result(trait, TraitState.UNASSERTED, Evidence(
+        f"device provider {name}", f"is not {_KIND_MEANS[trait]}"))
+
+
 def missing_result(name: str, why: str) -> TraitResult:
     """:data:`MISSING` asserted on provider ``name``, saying why."""
     return KIND.result(MISSING, TraitState.ASSERTED, Evidence(

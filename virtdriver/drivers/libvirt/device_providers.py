@@ -17,6 +17,7 @@ if Placement says it is still allocated.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from virtdriver.capabilities.devices.model import DevicesReading
@@ -25,12 +26,13 @@ from virtdriver.capabilities.devices.selection import (
     SelectionError, select_devices)
 from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.device_providers import (
-    DEVICE_OWNERSHIP, KIND, offer_traits, rule_ownership,
+    DEVICE_OWNERSHIP, KIND, kind_unasserted, offer_traits, rule_ownership,
     with_device_results)
 from virtdriver.capabilities.traits.model import TraitResult, TraitState
 from virtdriver.capabilities.traits.registry import LIBVIRT_OWNERSHIP
 from virtdriver.drivers.base import DriverError
-from virtdriver.drivers.device_tree import publish_devices
+from virtdriver.drivers.device_tree import (
+    device_provider_name, publish_devices)
 
 NO_RULES = DeviceRules()
 #: ``usage(uuid)``: class → amount allocated on that provider, or None.
@@ -58,7 +60,9 @@ class DeviceProviders:
         self._rule_owned = rule_ownership(rules)
         self.ownership = (LIBVIRT_OWNERSHIP.union(self._rule_owned)
                           if self._rule_owned.static else LIBVIRT_OWNERSHIP)
-        self._published: tuple[object, tuple[TraitResult, ...]] | None = None
+        self._published: tuple[object, tuple[TraitResult, ...],
+                               Mapping[str, tuple[TraitResult, ...]]
+                               ] | None = None
         # The steady cycle reads devices equal to the last ones: their
         # offers and traits are not derived again.
         self._last: tuple[DevicesReading, tuple] | None = None
@@ -110,14 +114,14 @@ class DeviceProviders:
                                    traits_of=self.traits_of)
         except SelectionError as exc:
             raise DriverError(f"device rules: {exc}") from exc
-        self._published = (devices, done.results)
+        self._published = (devices, done.results, done.per_provider)
 
     def report(self, report: TraitReport, devices: DevicesReading
                ) -> TraitReport:
         """``report`` answering for device traits: those the last
         publication of ``devices`` set, else those its offers derive."""
         if self._published is not None and self._published[0] is devices:
-            results = self._published[1]
+            results: tuple[TraitResult, ...] = self._published[1]
         else:
             found: dict[str, TraitResult] = {}
             for offer in self.offers(devices) or ():
@@ -128,3 +132,28 @@ class DeviceProviders:
             results = tuple(found.values())
         return with_device_results(
             report, results, DEVICE_OWNERSHIP.union(self._rule_owned))
+
+    def provider_reports(self, nodename: str, devices: DevicesReading
+                         ) -> dict[str, TraitReport]:
+        """Device provider name → the report its traits follow (what
+        ``explain`` explains per provider): the last publication's for
+        the same reading, else the offers' own."""
+        if self._published is not None and self._published[0] is devices:
+            per = self._published[2]
+        else:
+            per = {}
+            for offer in self.offers(devices) or ():
+                try:
+                    name = device_provider_name(nodename, offer)
+                except SelectionError as exc:
+                    raise DriverError(f"device rules: {exc}") from exc
+                per[name] = self.traits_of(offer)
+        owned = DEVICE_OWNERSHIP.union(self._rule_owned)
+        reports = {}
+        for name, results in sorted(per.items()):
+            found = {r.trait: r for r in results}
+            for trait in KIND.traits - found.keys():
+                found[trait] = kind_unasserted(name, trait)
+            reports[name] = TraitReport(
+                MappingProxyType(dict(sorted(found.items()))), owned)
+        return reports

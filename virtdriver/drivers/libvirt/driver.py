@@ -220,13 +220,18 @@ class LibvirtDriver(ComputeDriver):
 
     def provider_traits(self, nodename: str) -> Mapping[str, TraitReport]:
         """The report each provider follows, as the tree publishes them
-        (:func:`~..host_tree.provider_reports`)."""
+        (:func:`~..host_tree.provider_reports`), then each device
+        provider's (:mod:`.device_providers`)."""
         self.require_node(nodename)
         reading = self._reading()
         resources, unknown = self._resources(reading)
-        return provider_reports(nodename, reading.host,
-                                self._report(reading, resources, unknown),
-                                nested=self._nested)
+        reports = provider_reports(
+            nodename, reading.host, self._report(reading, resources,
+                                                 unknown),
+            nested=self._nested)
+        reports.update(self._devices.provider_reports(nodename,
+                                                      reading.devices))
+        return reports
 
     def node_resources(self, nodename: str) -> HostResources:
         """The host's NUMA cells as the tree publishes them (from the
