@@ -56,11 +56,18 @@ def test_bad_addresses_are_refused_with_the_reason(bad, why):
 
 
 def test_resource_class_and_traits_normalised_as_nova():
+    """Exactly Nova's names, quirks included, so flavors port."""
     assert normalize_resource_class("nic fast") == "CUSTOM_NIC_FAST"
     assert normalize_resource_class("vgpu") == orc.VGPU
     assert normalize_resource_class("CUSTOM_X") == "CUSTOM_X"
-    assert normalize_traits(" blue, hw_gpu_api_vulkan ,,CUSTOM_Z") == (
+    assert normalize_resource_class("custom_x") == "CUSTOM_X"
+    assert normalize_traits("blue,HW_GPU_API_VULKAN,,CUSTOM_Z") == (
         "CUSTOM_BLUE", os_traits.HW_GPU_API_VULKAN, "CUSTOM_Z")
+    # a standard name only as written; spaces are characters
+    assert normalize_traits("hw_gpu_api_vulkan, blue") == (
+        "CUSTOM_HW_GPU_API_VULKAN", "CUSTOM__BLUE")
+    rule = parse_pci_rule('{"vendor_id": "8086", "resource_class": ""}', "r")
+    assert rule.resource_class is None  # Nova's default class
 
 
 def test_ids_are_lowercase_four_digits_and_star_is_any():

@@ -179,3 +179,14 @@ def test_names_too_long_for_placement():
     with pytest.raises(SelectionError, match="resource_class"):
         select_devices(HOST, rules('{"vendor_id": "15b3", '
                                    f'"resource_class": "{"r" * 260}"}}'))
+
+
+def test_a_physical_network_device_is_neutrons_not_a_provider():
+    """As in Nova: a device tagged with a physnet is for Neutron SR-IOV
+    ports, not a Placement provider."""
+    assert select_devices(HOST, rules(
+        '{"product_id": "154c", "physical_network": "physnet1"}')) == ()
+    (offer,) = select_devices(HOST, rules(
+        '{"product_id": "154c", "physical_network": "physnet1", '
+        '"address": "0000:3c:00.0"}', '{"product_id": "154c"}'))
+    assert offer.total == 3  # the physnet VF is not in the pool

@@ -22,7 +22,7 @@ from virtdriver.capabilities.traits.registry import (
 from virtdriver.drivers.device_tree import family_of
 
 ANY_PCI = DeviceRules((parse_pci_rule(
-    '{"vendor_id": "*", "traits": "gold,hw_gpu_api_vulkan"}', "r1"),))
+    '{"vendor_id": "*", "traits": "gold,HW_GPU_API_VULKAN"}', "r1"),))
 
 
 def corpus_readings(corpus_dir):

@@ -144,26 +144,35 @@ def _bool_tag(key: str, value: object) -> bool | None:
 
 
 def normalize_resource_class(name: str) -> str:
-    """A rule's ``resource_class`` as Nova reads it: upper case, a
-    standard class kept, anything else made ``CUSTOM_<NAME>`` (a name
-    already ``CUSTOM_`` is not prefixed twice)."""
-    upper = name.strip().upper()
+    """A rule's ``resource_class`` as Nova reads it, so flavors port:
+    upper-cased; a standard class or a ``CUSTOM_`` name kept (its other
+    characters made Placement's), anything else ``CUSTOM_<NAME>`` with
+    every run of other characters one ``_`` — spaces included, as in
+    Nova (``" gpu"`` is ``CUSTOM__GPU``)."""
+    upper = name.upper()
     if upper in orc.STANDARDS:
         return upper
     return orc.normalize_name(upper.removeprefix(orc.CUSTOM_NAMESPACE))
 
 
 def normalize_traits(text: str) -> tuple[str, ...]:
-    """A rule's ``traits`` (comma separated) as Nova reads them: standard
-    names kept, anything else made ``CUSTOM_<NAME>``."""
+    """A rule's ``traits`` (comma separated) as Nova reads them, so
+    flavors port: a standard name *as written* kept; anything else
+    upper-cased, a ``CUSTOM_`` name kept, the rest ``CUSTOM_<NAME>`` —
+    spaces count as in Nova (``"a, b"`` is ``CUSTOM_A``, ``CUSTOM__B``;
+    ``hw_gpu_api_vulkan`` is ``CUSTOM_HW_GPU_API_VULKAN``).  Empty parts
+    (a trailing comma) are skipped: Placement would refuse them."""
     standard = _standard_traits()
     names = []
     for part in text.split(","):
-        upper = part.strip().upper()
-        if upper:
-            names.append(upper if upper in standard
-                         else os_traits.normalize_name(
-                             upper.removeprefix(os_traits.CUSTOM_NAMESPACE)))
+        if not part:
+            continue
+        if part in standard:
+            names.append(part)
+            continue
+        upper = part.upper()
+        names.append(os_traits.normalize_name(
+            upper.removeprefix(os_traits.CUSTOM_NAMESPACE)))
     return tuple(dict.fromkeys(names))
 
 
@@ -231,6 +240,8 @@ def parse_pci_rule(text: str, label: str) -> PciRule:
         raise ValueError("devname (a network interface name) is not read "
                          "here; name the device by its address instead")
     rc = data.get("resource_class")
+    if rc == "":
+        rc = None  # Nova's default class, as Nova reads an empty one
     if rc is not None and (not isinstance(rc, str) or not rc.strip()):
         raise ValueError(f"resource_class {rc!r} is not a name")
     traits = data.get("traits", "")

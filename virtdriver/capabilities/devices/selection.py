@@ -6,7 +6,9 @@ one :class:`DeviceOffer` per device provider out, or a
 device is never exposed.
 
 * **PCI passthrough**: each function is listed by the first
-  ``device_spec`` that matches it (Nova's order).  A listed PF or plain
+  ``device_spec`` that matches it (Nova's order); one whose rule has a
+  ``physical_network`` is Neutron's (an SR-IOV port), not a provider, as
+  in Nova.  A listed PF or plain
   function is one provider of one unit; listed VFs are pooled on their
   PF's provider, one unit each.  Resource class: the rule's, else
   ``CUSTOM_PCI_<VENDOR>_<PRODUCT>``.
@@ -129,7 +131,7 @@ def _pci_matches(devices: HostDevices, rules: tuple[PciRule, ...]
         pf = (devices.by_address(device.physical_function)
               if device.physical_function is not None else None)
         rule = next((r for r in rules if r.matches(device, pf)), None)
-        if rule is not None:
+        if rule is not None and rule.physical_network is None:
             matched[device.address] = rule
     return matched
 
