@@ -386,7 +386,8 @@ def test_nova_defect_non_pci_mdev_parents_become_providers(
         parents.append(NodeDevice(
             xml.split("<name>")[1].split("</name>")[0], xml, ()))
     host = make_host(parents, conf="[devices]\nenabled_mdev_types = "
-                     "vfio_ap-passthrough, vfio_ccw-io\n")
+                     "vfio_ap-passthrough, vfio_ccw-io\n[mdev_vfio_ccw-io]\n"
+                     "device_addresses = 0.0.fffe\n")
     host.update()
     ap, css = host.record(f"{NODE}_ap_matrix"), host.record(
         f"{NODE}_css_0_0_fffe")

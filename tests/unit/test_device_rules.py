@@ -119,6 +119,12 @@ mdev_class = CUSTOM_SMALL_GPU
      "[mdev_t1] mdev_class"),
     ('[devices]\nenabled_mdev_types = t1\n[mdev_t1]\nmax_instances = 0\n',
      "[mdev_t1] max_instances"),
+    ('[devices]\nenabled_mdev_types = t1\n[mdev_t1]\nmdev_class = vgpu\n',
+     "[mdev_t1] mdev_class"),
+    ('[devices]\nenabled_mdev_types = t1, t2\n[mdev_t1]\n'
+     'device_addresses = 0000:84:00.0\n[mdev_t2]\n'
+     'device_addresses = 0000:84:00.0\n', "[mdev_t1] device_addresses and "
+     "[mdev_t2] device_addresses"),
     ('[devices]\nenabled_mdev_types = t1\n[mdev_t1]\n'
      'device_addresses = 0000:81:00.0 x\n', "[mdev_t1] device_addresses"),
 ])

@@ -190,3 +190,14 @@ def test_a_physical_network_device_is_neutrons_not_a_provider():
         '{"product_id": "154c", "physical_network": "physnet1", '
         '"address": "0000:3c:00.0"}', '{"product_id": "154c"}'))
     assert offer.total == 3  # the physnet VF is not in the pool
+
+
+def test_only_the_first_type_without_addresses_is_the_default():
+    """Nova: later types without device_addresses are not used."""
+    host = parsed([gpu("0000:84:00.0",
+                       types=(MdevType("nvidia-36", None, 8),))])
+    assert select_devices(host, rules(mdev=[
+        MdevRule("nvidia-35"), MdevRule("nvidia-36")])) == ()
+    (offer,) = select_devices(host, rules(mdev=[
+        MdevRule("nvidia-36"), MdevRule("nvidia-35")]))
+    assert offer.mdev_type.type_id == "nvidia-36"

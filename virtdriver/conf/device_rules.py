@@ -68,5 +68,15 @@ def device_rules(conf: Any) -> DeviceRules:
         mdev_class = reader.get(group, "mdev_class", normalize_mdev_class)
         cap = reader.get(group, "max_instances")
         mdev.append(MdevRule(type_id, addresses or (), mdev_class, cap))
+    seen: dict[str, str] = {}
+    for rule in mdev:
+        for address in rule.device_addresses:
+            first = seen.setdefault(address, rule.type_id)
+            if first != rule.type_id:
+                reader.add(
+                    f"{address} is in both [{mdev_group(first)}] "
+                    f"device_addresses and [{mdev_group(rule.type_id)}] "
+                    "device_addresses: a parent has one type; list it "
+                    "under one of them")
     reader.check()
     return DeviceRules(tuple(pci), tuple(mdev))

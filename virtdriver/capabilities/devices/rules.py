@@ -292,19 +292,20 @@ class MdevRule:
         return parent_name in wanted or (parent_address or "") in wanted
 
 
+_MDEV_CLASS = re.compile(rf"{orc.VGPU}|{orc.CUSTOM_NAMESPACE}[A-Z0-9_]+")
+
+
 def normalize_mdev_class(name: str) -> str:
-    """``mdev_class`` as Nova accepts it: a standard class or CUSTOM_.
+    """``mdev_class`` as Nova accepts it: ``VGPU`` or a ``CUSTOM_`` name,
+    as written (upper case), at most 255 characters.
 
     Raises:
-        ValueError: neither.
+        ValueError: anything else.
     """
-    upper = name.strip().upper()
-    if upper in orc.STANDARDS or (
-            upper.startswith(orc.CUSTOM_NAMESPACE) and orc.normalize_name(
-                upper.removeprefix(orc.CUSTOM_NAMESPACE)) == upper):
-        return upper
-    raise ValueError("not a standard resource class (VGPU) nor a "
-                     "CUSTOM_ name")
+    if len(name) <= 255 and _MDEV_CLASS.fullmatch(name):
+        return name
+    raise ValueError("not VGPU nor a CUSTOM_[A-Z0-9_]+ name (as Nova "
+                     "accepts it)")
 
 
 @dataclass(frozen=True, slots=True)

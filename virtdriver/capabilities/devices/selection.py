@@ -13,8 +13,9 @@ device is never exposed.
   PF's provider, one unit each.  Resource class: the rule's, else
   ``CUSTOM_PCI_<VENDOR>_<PRODUCT>``.
 * **mdev**: one active type per parent: the type whose
-  ``[mdev_<type>] device_addresses`` lists the parent, else the first
-  enabled type without addresses that the parent offers.  Total = the
+  ``[mdev_<type>] device_addresses`` lists the parent, else (Nova's
+  default) the first enabled type without addresses — if the parent
+  offers it.  Total = the
   parent's existing mdevs of the type + ``availableInstances``;
   ``max_instances`` caps the type's total over its parents (allotted in
   address order, never below what exists): a parent past the cap keeps
@@ -193,6 +194,9 @@ def _mdev_choices(devices: HostDevices, rules: tuple[MdevRule, ...]
     chosen: dict = {}
     if not rules:
         return chosen
+    # Nova's default: the first type without device_addresses, for every
+    # parent no type lists; later ones without addresses are not used.
+    default = next((r for r in rules if not r.device_addresses), None)
     for parent in devices.mdev_parents:
         address = parent.address if isinstance(parent, PCIDevice) else None
         own = None if isinstance(parent, PCIDevice) else parent.address
@@ -204,17 +208,10 @@ def _mdev_choices(devices: HostDevices, rules: tuple[MdevRule, ...]
                 f"[mdev_{named[0].type_id}] device_addresses and "
                 f"[mdev_{named[1].type_id}] device_addresses: a parent "
                 "has one active type; list it under one type only")
-        if named:
-            offered = _offered(parent, named[0].type_id)
-            if offered is None:
-                continue  # listed, but the parent does not offer it
-            chosen[parent] = (named[0], offered)
-            continue
-        for rule in rules:
-            offered = _offered(parent, rule.type_id)
-            if not rule.device_addresses and offered is not None:
-                chosen[parent] = (rule, offered)
-                break
+        rule = named[0] if named else default
+        offered = None if rule is None else _offered(parent, rule.type_id)
+        if offered is not None:  # else: the parent does not offer it
+            chosen[parent] = (rule, offered)
     return chosen
 
 
