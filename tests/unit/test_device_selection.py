@@ -201,3 +201,14 @@ def test_only_the_first_type_without_addresses_is_the_default():
     (offer,) = select_devices(host, rules(mdev=[
         MdevRule("nvidia-36"), MdevRule("nvidia-35")]))
     assert offer.mdev_type.type_id == "nvidia-36"
+
+
+def test_a_pf_named_by_a_plain_hex_dict_lists_its_vfs_as_in_nova():
+    with pytest.raises(SelectionError, match="PF 0000:3b:00.0"):
+        select_devices(HOST, rules('{"address": {"domain": "0000", '
+                                   '"bus": "3b", "slot": "00", '
+                                   '"function": "0"}}'))
+    # a pattern that is not plain hex names no single PF
+    (offer,) = select_devices(HOST, rules(
+        '{"address": {"bus": "3[b]", "slot": "00", "function": "0"}}'))
+    assert offer.kind == "pci" and offer.key == "pci_0000_3b_00_0"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from dataclasses import dataclass
 
 import os_resource_classes as orc
@@ -62,8 +63,13 @@ class AddressPattern:
 
     @property
     def single(self) -> bool:
-        """Names one address (every glob field given)."""
-        return self.exact is not None and None not in self.exact
+        """Names one address, as Nova decides it: every field given, as
+        hex digits (a glob's, or a dict's patterns that are plain hex)."""
+        if self.exact is not None:
+            return None not in self.exact
+        return all(p.pattern and all(c in string.hexdigits
+                                     for c in p.pattern)
+                   for p in self.regex)
 
     def matches(self, address: PCIAddress) -> bool:
         """Whether ``address`` is one this pattern names."""
