@@ -257,3 +257,14 @@ def test_report_says_why_devices_are_unknown(tmp_path, capsys):
     assert cli.main(["report", "--snapshot", str(tmp_path / "known")]) == 0
     assert "devices: 4 PCI functions, 1 mdev parents, 1 mdevs" in \
         capsys.readouterr().out
+
+
+def test_a_hand_written_snapshot_has_unknown_devices_not_none(tmp_path,
+                                                             capsys):
+    from virtdriver import cli
+
+    (tmp_path / "capabilities.xml").write_text(HostBuilder(cells=1).to_xml())
+    assert cli.main(["report", "--snapshot", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "devices: unknown (" in out
+    assert "a snapshot written by hand records no node devices" in out

@@ -76,6 +76,10 @@ def test_lookups():
     plain = HostDevices(devices.pci, (matrix,), mdevs)
     assert plain.by_address("0000:82:00.3") is vfs[1]
     assert plain == devices
+    # a copy with other PCI functions does not answer from the old index
+    fewer = dataclasses.replace(devices, pci=devices.pci[:1])
+    assert fewer.by_address("0000:82:00.3") is None
+    assert fewer.by_address("0000:81:00.0") is gpu
 
 
 def test_known_and_unknown_are_told_apart():

@@ -56,6 +56,8 @@ from typing import Any
 from virtdriver.capabilities import (
     CapabilityXMLError, parse_domain_capabilities, parse_host_capabilities)
 from virtdriver.capabilities.xmlsafe import DEFAULT_MAX_BYTES, check_size
+from virtdriver.fakelibvirt.constants import (
+    VIR_ERR_OPERATION_FAILED, VIR_FROM_NODEDEV)
 from virtdriver.fakelibvirt.documents import (
     DomainCapsKey, HostDocuments, RecordedError)
 
@@ -227,6 +229,12 @@ def _disk_gb(manifest: Mapping, where: str) -> int | None:
     return value
 
 
+#: A hand-written snapshot holds no node devices: unknown, not none.
+HAND_WRITTEN_DEVICES = RecordedError(
+    VIR_ERR_OPERATION_FAILED, VIR_FROM_NODEDEV,
+    "a snapshot written by hand records no node devices")
+
+
 def _by_hand(root: pathlib.Path) -> HostDocuments:
     if not (root / CAPABILITIES).exists():
         raise SnapshotError(f"{root}: neither {MANIFEST} nor "
@@ -247,7 +255,8 @@ def _by_hand(root: pathlib.Path) -> HostDocuments:
                                              caps.machine), xml)
     return HostDocuments(capabilities=capabilities,
                          domain_capabilities=MappingProxyType(domcaps),
-                         hostname=root.name)
+                         hostname=root.name,
+                         node_devices_error=HAND_WRITTEN_DEVICES)
 
 
 def _xml(root: pathlib.Path, name: Any, where: str | None, parser) -> str:

@@ -223,8 +223,8 @@ class HostDevices:
     source: str = field(default="", compare=False)
     vanished: tuple[str, ...] = ()
     ignored: tuple[tuple[str, str], ...] = ()
-    _by_address: dict = field(default=None, compare=False, hash=False,
-                              repr=False)
+    _by_address: tuple | None = field(default=None, compare=False,
+                                      hash=False, repr=False)
 
     #: Always True (see :attr:`DevicesUnknown.known`).
     known = True
@@ -236,7 +236,7 @@ class HostDevices:
         ordered = tuple(sorted(pci, key=_ADDRESS_KEY))
         return cls(ordered, tuple(other_mdev_parents), tuple(mdevs), source,
                    tuple(vanished), tuple(ignored),
-                   {device.address: device for device in ordered})
+                   (ordered, {device.address: device for device in ordered}))
 
     def by_address(self, address: PCIAddress | str) -> PCIDevice | None:
         """The PCI function at ``address`` (a :class:`PCIAddress` or text)."""
@@ -246,9 +246,11 @@ class HostDevices:
             except ValueError:
                 return None
         index = self._by_address
-        if index is None:
+        # The index is of the PCI functions it was built with: a copy made
+        # by dataclasses.replace(pci=...) carries a stale one; not used.
+        if index is None or index[0] is not self.pci:
             return next((d for d in self.pci if d.address == address), None)
-        return index.get(address)
+        return index[1].get(address)
 
     def virtual_functions_of(self, pf: PCIDevice | PCIAddress
                              ) -> tuple[PCIDevice, ...]:

@@ -141,10 +141,10 @@ def collect_node_devices(devices: Iterable[tuple[str, NodeDevice]], *,
         if name in names:
             raise _duplicate(doc_source, f"device name {name!r}", names[name])
         names[name] = doc_source
-        if isinstance(device, PCIDevice):
-            reason = _address_problem(device.address)
-            if reason is not None:
-                ignored.append((name, reason))
+        if type(device) is PCIDevice:
+            at = device.address
+            if at.bus > 0xFF or at.slot > 0x1F or at.function > 0x7:
+                ignored.append((name, _address_problem(at)))
                 continue
             first = addresses.get(device.address)
             if first is not None:
@@ -152,7 +152,7 @@ def collect_node_devices(devices: Iterable[tuple[str, NodeDevice]], *,
                                  first)
             addresses[device.address] = doc_source
             pci.append(device)
-        elif isinstance(device, Mdev):
+        elif type(device) is Mdev:
             mdevs.append(device)
         else:
             others.append(device)
@@ -166,13 +166,13 @@ def _duplicate(source: str, what: str, first: str) -> CapabilityXMLError:
         hint="a listing names each device once; read the host again")
 
 
-def _address_problem(address: PCIAddress) -> str | None:
+def _address_problem(address: PCIAddress) -> str:
     try:
         check_pci_address(address.domain, address.bus, address.slot,
                           address.function)
     except ValueError as exc:
         return f"not a usable PCI function: {exc}"
-    return None
+    return "not a usable PCI function"
 
 
 def _text(el: etree._Element | None) -> str | None:
@@ -276,8 +276,8 @@ class _DeviceReader(ValueReader):
                     types = self._mdev_types(el)
                 elif kind == "vpd":
                     serial = self._vpd_serial(el)
-        missing = [tag for tag in _ADDRESS_PARTS if tag not in parts]
-        if missing:
+        if len(parts) != 4:
+            missing = [tag for tag in _ADDRESS_PARTS if tag not in parts]
             raise self.error(cap, f"PCI address has no <{missing[0]}>")
         if vendor is None or product is None:
             raise self.error(cap, "PCI device has no <vendor id> or "
