@@ -66,3 +66,38 @@ def test_the_report_shows_device_providers(tmp_path, capsys, device_uri):
     text = json.dumps(tree)
     assert "_pci_0000_84_00_0" in text and "_pci_0000_3b_00_0" in text
     assert "VGPU" in text and "CUSTOM_PCI_8086_154C" in text
+
+
+def test_a_snapshot_replays_the_same_device_providers(tmp_path, capsys,
+                                                      device_uri):
+    conf = tmp_path / "virtdriver.conf"
+    conf.write_text('[DEFAULT]\nhost = replayed\n'
+                    '[pci]\ndevice_spec = {"product_id": "154c"}\n'
+                    '[devices]\nenabled_mdev_types = nvidia-35\n')
+
+    def providers(*source):
+        assert cli.main(["report", *source, "--config-file", str(conf),
+                         "--format", "json"]) == 0
+        tree = json.loads(capsys.readouterr().out)
+        found = {}
+
+        def walk(node):
+            if isinstance(node, dict):
+                if "uuid" in node and "name" in node and "_pci_" in str(
+                        node["name"]):
+                    found[node["name"]] = node["uuid"]
+                for value in node.values():
+                    walk(value)
+            elif isinstance(node, list):
+                for value in node:
+                    walk(value)
+        walk(tree)
+        return found
+
+    live = providers("--uri", device_uri)
+    snapshot = tmp_path / "snap"
+    assert cli.main(["snapshot", "--uri", device_uri, "--config-file",
+                     str(conf), "-o", str(snapshot)]) == 0
+    capsys.readouterr()
+    replayed = providers("--snapshot", str(snapshot))
+    assert live and replayed == live
