@@ -1,7 +1,7 @@
 """The libvirt driver's device providers: rules, selection, publication.
 
 One :class:`DeviceProviders` per driver holds the operator's rules
-(:func:`~virtdriver.conf.devices.device_rules`) and, per update, turns
+(:func:`~virtdriver.conf.device_rules.device_rules`) and, per update, turns
 the reading's devices into providers (:func:`~..device_tree.publish_devices`)
 and the node's trait report into one that answers for their traits too.
 
@@ -9,7 +9,8 @@ What is allocated on a device provider comes from the ``allocations``
 the tracker passes to ``update_provider_tree`` (Nova's shape: consumer →
 ``{"allocations": {provider uuid: {"resources": {class: amount}}}}``),
 else from ``usage`` (provider uuid → class → amount, or ``None``:
-unknown; the agent can ask Placement), else it is not known — then a
+unknown; the agent gives the driver Placement's,
+:func:`virtdriver.placement.usages.provider_usage`), else it is not known — then a
 gone device's provider is removed from the tree and the sync keeps it
 if Placement says it is still allocated.
 """
