@@ -212,3 +212,20 @@ def test_a_pf_named_by_a_plain_hex_dict_lists_its_vfs_as_in_nova():
     (offer,) = select_devices(HOST, rules(
         '{"address": {"bus": "3[b]", "slot": "00", "function": "0"}}'))
     assert offer.kind == "pci" and offer.key == "pci_0000_3b_00_0"
+
+
+def test_an_sriov_gpu_vf_as_mdev_parent_and_its_pf_passed_through():
+    """NVIDIA's SR-IOV GPUs carve mdevs from VFs: passing the PF through
+    would sell them twice."""
+    pf = "0000:41:00.0"
+    host = parsed([pci_device(pf, 0x10DE, 0x2236, class_id=0x030200,
+                              virtual_functions=["0000:41:00.4"]),
+                   pci_device("0000:41:00.4", 0x10DE, 0x2236,
+                              class_id=0x030200, physical_function=pf,
+                              mdev_types=[MdevType("nvidia-700", None, 1)])])
+    with pytest.raises(SelectionError) as info:
+        select_devices(host, rules(
+            '{"address": {"bus": "41", "slot": "00", "function": "0"}}',
+            mdev=[MdevRule("nvidia-700")]))
+    assert "its PF 0000:41:00.0" in str(info.value)
+    assert "#1" in str(info.value) and "nvidia-700" in str(info.value)

@@ -23,9 +23,9 @@ device is never exposed.
   display controller, else ``CUSTOM_MDEV_<TYPE>``.
 
 Refused (:class:`SelectionError`): a function listed for passthrough and
-chosen as an mdev parent; a PF and its VFs both listed; VFs of one PF
-with different classes or traits; a parent listed by two types'
-``device_addresses``.
+chosen as an mdev parent (or its PF or one of its VFs listed); a PF and
+its VFs both listed; VFs of one PF with different classes or traits; a
+parent listed by two types' ``device_addresses``.
 """
 
 from __future__ import annotations
@@ -105,12 +105,22 @@ def select_devices(devices: HostDevices, rules: DeviceRules
     passthrough = _pci_matches(devices, rules.pci)
     mdev_choice = _mdev_choices(devices, rules.mdev)
     for parent, (rule, _) in mdev_choice.items():
-        if isinstance(parent, PCIDevice) and parent.address in passthrough:
+        if not isinstance(parent, PCIDevice):
+            continue
+        # The function itself, its PF, or one of its VFs: passing any of
+        # them through takes what the mdevs are carved from.
+        related = (parent.address, parent.physical_function,
+                   *parent.virtual_functions)
+        taken = next((a for a in related if a in passthrough), None)
+        if taken is not None:
+            kin = "PF" if taken == parent.physical_function else "VF"
+            what = ("it" if taken == parent.address
+                    else f"its {kin} {taken}")
             raise SelectionError(
-                f"{parent.address} is listed for passthrough by "
-                f"{passthrough[parent.address].label} and chosen as an mdev "
-                f"parent by {rule.label}: it would be sold twice; remove "
-                "it from one of them")
+                f"{parent.address} is chosen as an mdev parent by "
+                f"{rule.label} and {what} is listed for passthrough by "
+                f"{passthrough[taken].label}: it would be sold twice; "
+                "remove it from one of them")
     offers = _pci_offers(devices, passthrough)
     offers.extend(_mdev_offers(devices, mdev_choice, rules.mdev))
     for offer in offers:
