@@ -114,7 +114,7 @@ def test_device_providers_sit_under_their_numa_cell(make_host):
     assert gpu_p.uuid == child_uuid(host.record(NODE).uuid, GPU)
     assert {os_traits.COMPUTE_MANAGED_PCI_DEVICE, os_traits.HW_NIC_SRIOV,
             "CUSTOM_FAST", "CUSTOM_PCI_VENDOR_8086",
-            "CUSTOM_PCI_PRODUCT_8086_1572",
+            "CUSTOM_PCI_PRODUCT_8086_154C",
             "CUSTOM_PCI_CLASS_0200"} <= nic_p.traits
     assert {"CUSTOM_MDEV_TYPE_NVIDIA_35", "CUSTOM_PCI_VENDOR_10DE",
             "CUSTOM_PCI_CLASS_0302"} <= gpu_p.traits

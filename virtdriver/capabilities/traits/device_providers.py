@@ -11,7 +11,8 @@ from as evidence:
 * **PCI vendor** ``CUSTOM_PCI_VENDOR_<VENDOR>``, **PCI product**
   ``CUSTOM_PCI_PRODUCT_<VENDOR>_<PRODUCT>``, **PCI class**
   ``CUSTOM_PCI_CLASS_<CLASS><SUBCLASS>`` (the labels Node Feature
-  Discovery gives PCI devices, as traits); **mdev type**
+  Discovery gives PCI devices, as traits) — of the function sold: a VF
+  pool's are its VFs'; **mdev type**
   ``CUSTOM_MDEV_TYPE_<TYPE>`` (the trait Nova leaves to operators).
   Dynamic: owned by prefix, so a name no longer derived is removed and
   none can leak.
@@ -107,8 +108,11 @@ def offer_traits(offer: DeviceOffer) -> tuple[TraitResult, ...]:
             os_traits.HW_NIC_SRIOV, TraitState.ASSERTED,
             _evidence(device, f"has {len(offer.members)} listed VF(s)",
                       "capability[@type='virt_functions']/address")))
-    if isinstance(device, PCIDevice):
-        results.extend(_pci_identity(device))
+    # A VF pool sells VFs: its identity is theirs (their product id), not
+    # the PF's.
+    sold = offer.members[0] if offer.kind == VF_POOL else device
+    if isinstance(sold, PCIDevice):
+        results.extend(_pci_identity(sold))
     if offer.kind == MDEV and offer.mdev_type is not None:
         type_id = offer.mdev_type.type_id
         results.append(MDEV_TYPE.result(
