@@ -5,6 +5,7 @@ read by the real node-device parser."""
 from __future__ import annotations
 
 import os_resource_classes as orc
+import os_traits
 import pytest
 
 from tests.device_hosts import (
@@ -229,3 +230,13 @@ def test_an_sriov_gpu_vf_as_mdev_parent_and_its_pf_passed_through():
             mdev=[MdevRule("nvidia-700")]))
     assert "its PF 0000:41:00.0" in str(info.value)
     assert "#1" in str(info.value) and "nvidia-700" in str(info.value)
+
+
+def test_hw_nic_sriov_on_a_vf_pool_and_on_a_pf_passed_through_whole():
+    def traits(spec):
+        (offer,) = select_devices(HOST, rules(spec))
+        return {r.trait for r in offer_traits(offer)}
+
+    assert os_traits.HW_NIC_SRIOV in traits('{"product_id": "154c"}')
+    assert os_traits.HW_NIC_SRIOV in traits('{"product_id": "1572"}')
+    assert os_traits.HW_NIC_SRIOV not in traits('{"vendor_id": "15b3"}')

@@ -6,8 +6,9 @@ from as evidence:
 
 * **device kind** (static): ``COMPUTE_MANAGED_PCI_DEVICE`` on PCI
   passthrough providers (a plain function or a VF pool), ``HW_NIC_SRIOV``
-  on a VF pool (a PF with VFs), and :data:`MISSING` on a provider whose
-  device is gone, unlisted or re-typed while allocated.
+  on a VF pool and on a PF with VFs passed through whole, and
+  :data:`MISSING` on a provider whose device is gone, unlisted or
+  re-typed while allocated.
 * **PCI vendor** ``CUSTOM_PCI_VENDOR_<VENDOR>``, **PCI product**
   ``CUSTOM_PCI_PRODUCT_<VENDOR>_<PRODUCT>``, **PCI class**
   ``CUSTOM_PCI_CLASS_<CLASS><SUBCLASS>`` (the labels Node Feature
@@ -108,6 +109,13 @@ def offer_traits(offer: DeviceOffer) -> tuple[TraitResult, ...]:
             os_traits.HW_NIC_SRIOV, TraitState.ASSERTED,
             _evidence(device, f"has {len(offer.members)} listed VF(s)",
                       "capability[@type='virt_functions']/address")))
+    elif (offer.kind == PCI and isinstance(device, PCIDevice)
+          and device.virtual_functions):
+        results.append(KIND.result(
+            os_traits.HW_NIC_SRIOV, TraitState.ASSERTED,
+            _evidence(device, f"is a PF with {len(device.virtual_functions)}"
+                      " VF(s), passed through whole",
+                      "capability[@type='virt_functions']/address")))
     # A VF pool sells VFs: its identity is theirs (their product id), not
     # the PF's.
     sold = offer.members[0] if offer.kind == VF_POOL else device
@@ -153,7 +161,7 @@ def _pci_identity(device: PCIDevice) -> Iterable[TraitResult]:
 _KIND_MEANS = {
     os_traits.COMPUTE_MANAGED_PCI_DEVICE:
         "a PCI passthrough device (a function or a pool of VFs)",
-    os_traits.HW_NIC_SRIOV: "a pool of SR-IOV VFs",
+    os_traits.HW_NIC_SRIOV: "an SR-IOV PF or a pool of its VFs",
     MISSING: "kept only for what is allocated on a gone device",
 }
 
