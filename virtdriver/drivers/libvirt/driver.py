@@ -29,6 +29,7 @@ import libvirt
 
 from virtdriver.capabilities import CapabilityXMLError
 from virtdriver.capabilities.cpu_map import CPUModelCatalog
+from virtdriver.capabilities.devices.model import DevicesReading
 from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.registry import LIBVIRT_OWNERSHIP
 from virtdriver.capabilities.traits.ownership import Ownership
@@ -49,6 +50,7 @@ from virtdriver.drivers.libvirt.connection import (
 from virtdriver.drivers.libvirt.cpu_map_loader import load_cpu_map
 from virtdriver.drivers.libvirt.device_providers import (
     DeviceProviders, Usage)
+from virtdriver.drivers.libvirt.device_watch import DeviceWatch
 from virtdriver.drivers.libvirt.devices import devices_summary
 from virtdriver.drivers.libvirt.host import (
     ONLINE_FROM_CAPABILITIES, ONLINE_FROM_CPU_MAP, HostReading, Unknown)
@@ -103,6 +105,8 @@ class LibvirtDriver(ComputeDriver):
         self._conf = conf
         self._device_usage = device_usage
         self._devices = DeviceProviders(usage=device_usage)
+        self._device_watch = DeviceWatch()
+        self._last_devices: DevicesReading | None = None
         self._disk_gb = disk_gb
         self._disk = DiskConfig()
         self._uri = uri
@@ -196,7 +200,8 @@ class LibvirtDriver(ComputeDriver):
         per NUMA cell with CPUs, memory, huge pages and CPU traits, and
         the device providers the rules list (:mod:`.device_providers`)."""
         self.require_node(nodename)
-        reading = self._reading(fresh_devices=True)
+        reading = self._reading(fresh_devices=self._devices_need_read())
+        self._last_devices = reading.devices
         resources, unknown = self._resources(reading)
         publish_host(tree, nodename, host=reading.host, resources=resources,
                      report=self._report(reading, resources, unknown),
@@ -241,8 +246,25 @@ class LibvirtDriver(ComputeDriver):
 
     def cleanup_host(self, host: str) -> None:
         """Close the libvirt connection."""
+        self._device_watch.close()
         if self._session is not None:
             self._session.close()
+
+    def _devices_need_read(self) -> bool:
+        """Whether this update reads node devices again
+        (:mod:`.device_watch`: not while libvirt's events say none
+        changed)."""
+        session = self.session
+        try:
+            conn = session.call(lambda c: c)
+            uri = session.choice.uri
+        except (LibvirtConnectionError, libvirt.libvirtError):
+            return True  # the reading reports it
+        if not self._device_watch.needs_read(conn, uri, self._last_devices):
+            return False
+        self._last_devices = None  # a failed reading is not kept
+        self._device_watch.reading()
+        return True
 
     def _reading(self, *, fresh_devices: bool = False) -> HostReading:
         try:
