@@ -385,7 +385,8 @@ class ResourceTracker:
             existed = start.exists(uuid)
             mine = (uuid == root_uuid or not existed or uuid in self._managed
                     or is_derived_child(uuid, record.name,
-                                        record.parent_uuid))
+                                        record.parent_uuid,
+                                        record.root_uuid))
             # A provider created now has no baseline: no drift for it.  A
             # foreign one is settled with no ownership: left as it was.
             done = settle(
@@ -490,7 +491,8 @@ class ResourceTracker:
         foreign = [record.label for record in tree[1:]
                    if record.uuid not in self._managed
                    and not is_derived_child(record.uuid, record.name,
-                                            record.parent_uuid)]
+                                            record.parent_uuid,
+                                            record.root_uuid)]
         if foreign:
             return ("providers under it are someone else's: "
                     + ", ".join(foreign))
