@@ -61,6 +61,7 @@ DEFAULTS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     }),
     "pci": MappingProxyType({
         "device_spec": [],
+        "alias": [],
     }),
     "devices": MappingProxyType({
         "enabled_mdev_types": [],

@@ -25,6 +25,14 @@ PCI_OPTS = [
              "resource_class, traits (comma separated), physical_network, "
              "remote_managed, live_migratable. An unlisted device is never "
              "exposed."),
+    cfg.MultiStrOpt(
+        "alias", default=[],
+        help="A device a flavor may ask for by name "
+             "(pci_passthrough:alias = NAME:COUNT), one JSON object per "
+             "value as Nova reads it: name, vendor_id and product_id or "
+             "resource_class, device_type (type-PCI, type-PF, type-VF), "
+             "numa_policy (required, legacy, preferred, socket), traits "
+             "(comma separated)."),
 ]
 
 DEVICES_OPTS = [

@@ -30,6 +30,33 @@ def candidate_rows(request: PlacementRequest, body: dict[str, Any]
     return rows
 
 
+def device_lines(request: PlacementRequest) -> list[str]:
+    """``# device _DEV1 (alias gpu #1): …`` per device group: what
+    Placement decides and what the claim checks, by policy."""
+    lines = []
+    numa = request.numa is not None
+    for group in request.groups:
+        device = group.device
+        if device is None:
+            continue
+        what = ",".join(f"{rc}:{n}" for rc, n in group.resources.items())
+        if not numa:
+            says = "floats (no NUMA topology): any provider, no affinity"
+        else:
+            says = {
+                "required": "Placement: a provider under guest node 0's "
+                            "cell (same_subtree), exact",
+                "legacy": "Placement: any provider; the claim: guest node "
+                          "0's cell or no cell",
+                "preferred": "Placement: any provider; the claim: any",
+                "socket": "Placement: any provider; the claim: a cell on "
+                          "guest node 0's socket",
+            }[device.policy]
+        lines.append(f"# device {group.suffix} ({device.source}): {what}, "
+                     f"policy {device.policy}: {says}")
+    return lines
+
+
 def render_placement_request(request: PlacementRequest,
                              body: dict[str, Any] | None, fmt: str,
                              host: tuple[str, list[Any]] | None = None
@@ -49,6 +76,7 @@ def render_placement_request(request: PlacementRequest,
     lines = [request.query_string()]
     lines += [f"# not expressed: {u.case}: {u.message}"
               for u in request.unexpressed]
+    lines += device_lines(request)
     lines.append(f"# microversion {request.microversion}")
     if host is not None:
         node, short = host
