@@ -8,7 +8,10 @@ capabilities are not described, so traits read from them are unknown
 (left alone), and guests see the described CPU (``host-passthrough``)
 unless ``[libvirt] cpu_mode`` says otherwise.  A described ``disk_gb`` is
 the root's ``DISK_GB``, with the disk options applied as for libvirt.
-Extra traits in the description are owned and asserted.
+Extra traits in the description are owned and asserted.  Described
+``devices`` (:mod:`~.fake_devices`) are device providers under their cells,
+published by the libvirt driver's device code; :meth:`FakeDriver.
+node_devices` names each provider's units for the claims.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from virtdriver.drivers.host_resources import (
     HostResourceError, HostResources, host_resources)
 from virtdriver.drivers.host_tree import provider_reports, publish_host
 from virtdriver.drivers.identity import root_uuid
+from virtdriver.drivers.device_units import DeviceUnits, device_units
 
 if TYPE_CHECKING:
     from oslo_config import cfg
@@ -74,13 +78,20 @@ class FakeDriver(ComputeDriver):
         self._config: TraitConfig | None = None
         self._pinning: PinningConfig | None = None
         self._disk: DiskConfig | None = None
+        self._devices = None     # (HostDevices, DeviceProviders) or None
 
     @property
     def ownership(self) -> Ownership:
         """The families' traits, plus the description's extra traits (owned
         while the description lists them; others' traits never are)."""
         extra = self._spec.traits if self._spec is not None else frozenset()
-        return Ownership.of(FAKE_FAMILIES).union(Ownership(extra))
+        owned = Ownership.of(FAKE_FAMILIES).union(Ownership(extra))
+        if self._devices is not None:
+            from virtdriver.capabilities.traits.device_providers import (
+                DEVICE_OWNERSHIP, rule_ownership)
+            owned = owned.union(DEVICE_OWNERSHIP).union(
+                rule_ownership(self._devices[1].rules))
+        return owned
 
     def init_host(self, host: str) -> None:
         """Read and validate the description and the options.
@@ -115,6 +126,13 @@ class FakeDriver(ComputeDriver):
                 f"{', '.join(overlap)} are derived from the description "
                 "itself; describe the CPU or capabilities instead")
         self._resources()  # validate pinning against the host now
+        if self._spec.devices:
+            from virtdriver.drivers.fake_devices import fake_devices
+            from virtdriver.drivers.libvirt.device_providers import (
+                DeviceProviders)
+            devices, rules = fake_devices(self._spec.devices,
+                                          self._spec.cells, self._spec.name)
+            self._devices = (devices, DeviceProviders(rules))
 
     def get_available_nodes(self, refresh: bool = False) -> list[str]:
         """The described host's name."""
@@ -142,13 +160,31 @@ class FakeDriver(ComputeDriver):
                      node_uuid=root_uuid(self.root_uuid_kind, nodename),
                      disk_gb=spec.disk_gb, disk=self._disk,
                      nested=self._nested)
+        if self._devices is not None:
+            devices, providers = self._devices
+            providers.publish(tree, nodename, devices, nested=self._nested,
+                              allocations=allocations)
 
     def provider_traits(self, nodename: str) -> Mapping[str, TraitReport]:
         """The report each provider follows, as the tree publishes them
         (:func:`~..host_tree.provider_reports`)."""
         self.require_node(nodename)
-        return provider_reports(nodename, self._ready().host_capabilities(),
-                                self._report(), nested=self._nested)
+        reports = dict(provider_reports(
+            nodename, self._ready().host_capabilities(), self._report(),
+            nested=self._nested))
+        if self._devices is not None:
+            devices, providers = self._devices
+            reports.update(providers.provider_reports(nodename, devices))
+        return reports
+
+    def node_devices(self, nodename: str) -> Mapping[str, DeviceUnits]:
+        """Device provider name → its units (:mod:`~.device_units`)."""
+        self.require_node(nodename)
+        if self._devices is None:
+            return {}
+        devices, providers = self._devices
+        return device_units(nodename, providers.offers(devices) or (),
+                            devices)
 
     def node_resources(self, nodename: str) -> HostResources:
         """The described host's cells, as the tree publishes them."""
@@ -177,7 +213,10 @@ class FakeDriver(ComputeDriver):
             host=spec.host_capabilities(),
             driver_capabilities={**FAKE_CAPABILITIES, **spec.capabilities},
             config=self._config)
-        return derive_traits(inputs, (*FAKE_FAMILIES, extra))
+        report = derive_traits(inputs, (*FAKE_FAMILIES, extra))
+        if self._devices is not None:
+            report = self._devices[1].report(report, self._devices[0])
+        return report
 
 
 def _extra(spec: FakeHostSpec) -> Iterator[TraitResult]:

@@ -43,7 +43,8 @@ def allocation_candidates(client: PlacementClient,
             "device on its guest node's cell); upgrade Placement",
             method="GET", path=PATH)
     try:
-        body = client.request("GET", PATH, params=request.params())   # a list: same_subtree repeats
+        # A list of pairs: same_subtree may repeat.
+        body = client.request("GET", PATH, params=request.params())
     except UnknownName:
         # A CUSTOM_ class (a page size) no provider has ever offered is
         # unknown to Placement: no provider can hold it, so no candidate.

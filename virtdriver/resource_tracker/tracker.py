@@ -35,6 +35,7 @@ import pathlib
 import re
 import threading
 from collections.abc import Mapping
+from typing import Any
 
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.claims.model import Instance
@@ -279,7 +280,9 @@ class ResourceTracker:
 
     def instance_claim(self, instance: Instance, nodename: str, *,
                        allocations: Mapping[str, Mapping[str, int]]
-                       | None = None) -> InstanceFit:
+                       | None = None,
+                       aliases: Mapping[str, Any] | None = None
+                       ) -> InstanceFit:
         """Fit ``instance`` onto ``nodename``'s NUMA cells and record it.
 
         With ``allocations`` (the scheduler's, ``{provider uuid: {resource
@@ -300,7 +303,7 @@ class ResourceTracker:
         with self._state_lock(), self.tree.lock:
             return claim_instance(self.driver, self._claims_file, instance,
                                   nodename, allocations=allocations,
-                                  tree=self.tree)
+                                  tree=self.tree, aliases=aliases)
 
     def release(self, instance_uuid: str) -> str:
         """Free exactly what ``instance_uuid`` claimed; return its node.
