@@ -90,7 +90,10 @@ def claim_instance(driver: ComputeDriver, claims: ClaimsFile,
     wanted = device_requests(instance.flavor.extra_specs,
                              instance.image_properties, aliases)
     devices = (DeviceContext.of(driver, tree, nodename, usage, wanted,
-                                allocations) if wanted else None)
+                                allocations)
+               if wanted or allocations is not None else None)
+    if devices is not None and not wanted and not devices.allocation:
+        devices = None         # no device asked, none allocated
     allowed = None
     if allocations is not None:
         if tree is None or not tree.exists(nodename):
@@ -192,6 +195,13 @@ def provider_usages(driver: ComputeDriver, claims: ClaimsFile,
             into = result.setdefault(target, {})
             for rc, amount in row.items():
                 into[rc] = into.get(rc, 0) + amount
+        for held in usage.instances.values():
+            for device in held.devices:
+                if tree.exists(device.provider):
+                    into = result.setdefault(
+                        tree.record(device.provider).uuid, {})
+                    into[device.resource_class] = into.get(
+                        device.resource_class, 0) + len(device.units)
     return {uuid: MappingProxyType(row) for uuid, row in result.items()}
 
 
