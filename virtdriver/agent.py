@@ -9,8 +9,9 @@ a one-shot ``virtdriver sync`` cannot always prove are its own.  Each cycle
 (:meth:`Agent.cycle`), under the state directory's lock and only then:
 
 1. ``tracker.update_all()``; a node that fails (libvirt gone: the driver's
-   session re-opens it with backoff first) is left unchanged — nothing of
-   it is removed — and reported as unknown;
+   session re-opens it with backoff first; a driver's
+   ``HypervisorUnavailable``) is left unchanged — nothing of it is
+   removed — and reported as unknown, the cycle pending (3);
 2. sync the tree to Placement;
 3. one log line: what the sync changed or ``no changes``, with the request
    count, and each node that failed.
@@ -39,8 +40,10 @@ from virtdriver.drivers.base import ComputeDriver, DriverError
 from virtdriver.filelock import exclusive_lock
 from virtdriver.placement.client import PlacementClient
 from virtdriver.placement.ownership import TrackerOwnership
-from virtdriver.placement.reshape import ClaimsPlacement
+from virtdriver.placement.allocations import PlacementAllocations
+from virtdriver.placement.reshape import ClaimsPlacement, DriverPlacement
 from virtdriver.placement.result import SyncResult
+from virtdriver.placement.state import known_roots
 from virtdriver.placement.sync import Syncer
 from virtdriver.placement.usages import provider_usage
 from virtdriver.render.sync import summary
@@ -224,7 +227,8 @@ class Agent:
             result = state.syncer.sync(
                 state.tracker.tree, owned_for=state.owned,
                 remove=state.owned.gone,
-                placement_of=ClaimsPlacement(state.tracker))
+                placement_of=DriverPlacement(state.tracker.reshapes,
+                                             ClaimsPlacement(state.tracker)))
             state.owned.synced(result)
         report.result = result
         if result.pending:
@@ -291,6 +295,7 @@ class _State:
                 driver_name=setup.driver_name,
                 provider_config=setup.provider_config)
             self.owned = TrackerOwnership(self.tracker)
+<<<<<<< HEAD
             client = setup.connect()
             self.syncer = Syncer(client, setup.directory)
             # A device provider whose device is gone stays while Placement
@@ -298,6 +303,13 @@ class _State:
             use = getattr(self.driver, "use_device_usage", None)
             if use is not None:
                 use(provider_usage(client))
+=======
+            self.syncer = Syncer(setup.connect(), setup.directory)
+            # A driver's reshape reads the allocations from Placement.
+            self.tracker.allocations = PlacementAllocations(
+                lambda: self.syncer.client)
+            self.tracker.known_roots = known_roots(setup.directory)
+>>>>>>> main
         except BaseException:
             self.close()
             raise

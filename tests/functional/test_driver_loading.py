@@ -263,7 +263,7 @@ def synthetic_entry_points(monkeypatch: pytest.MonkeyPatch) -> None:
     ("pi", "float object, not a subclass"),
     ("half", "HalfDriver does not implement the abstract ComputeDriver "
              "members: capabilities, get_available_nodes, init_host, "
-             "node_capabilities, ownership, update_provider_tree"),
+             "update_provider_tree"),
 ])
 def test_target_that_is_not_a_concrete_driver_is_refused(
         name: str, reason: str) -> None:

@@ -90,8 +90,10 @@ def test_the_guides_package_installs_and_runs_report_and_sync(
     assert (provider["name"], provider["uuid"]) == (
         node, root_uuid("example", node))
     assert provider["inventories"][orc.VCPU]["total"] == 8
+    # COMPUTE_NODE is the tracker's, on every compute node (as Nova's).
     assert provider["traits"] == sorted(
-        [os_traits.HW_CPU_X86_AVX2, "CUSTOM_EXAMPLE_TIER_GOLD"])
+        [os_traits.HW_CPU_X86_AVX2, "CUSTOM_EXAMPLE_TIER_GOLD",
+         os_traits.COMPUTE_NODE])
     assert synced["tree"] == report
     sync = synced["sync"]
     assert sync["ok"] and "embedded Placement" in sync["placement"]

@@ -203,7 +203,7 @@ def _boom(*args, **kwargs):
 STEPS = {
     "ownership_for": None, "update_provider_tree": None,
     "node_capabilities": None,
-    "settle": ("settle", _boom), "diff": ("diff", _boom),
+    "settle": ("settle_provider", _boom), "diff": ("diff", _boom),
     "ledger save": ("os.replace", _failing),
 }
 

@@ -99,6 +99,7 @@ KNOWN_NAMES = (
 #: Errors (also as the cause of a known one) that mean the environment is
 #: unreachable rather than the input wrong.
 UNREACHABLE_NAMES = (
+    ("virtdriver.drivers.base", "HypervisorUnavailable"),
     ("virtdriver.drivers.libvirt.connection", "LibvirtConnectionError"),
     ("virtdriver.filelock", "LockTimeout"),
     ("virtdriver.placement.errors", "PlacementUnavailable"),

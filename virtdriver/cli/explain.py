@@ -83,6 +83,10 @@ def run_explain(args: argparse.Namespace, node: NodeTraits,
                            node=None if len(providers) < len(node.providers)
                            else node.report)
     answers = select(answers, statuses=statuses, families=families_chosen)
+    if args.format != "json":   # a disabled node: since when and why
+        from virtdriver.cli.disable import status_lines
+        out.write(status_lines(getattr(args, "driver", None) or "libvirt",
+                               [node.name]))
     out.write(explanations(answers, args, out))
     # A name that is no trait is bad input, even beside good ones.
     invalid = [a.trait for a in answers if a.status == INVALID]

@@ -113,6 +113,7 @@ def host_tracker(driver: ComputeDriver, driver_name: str, conf
     """The tracker :func:`host_tree` builds its tree with, after its
     update (its state directory gone)."""
     with tempfile.TemporaryDirectory(dir=scratch_parent()) as scratch:
+        _copy_node_status(driver_name, pathlib.Path(scratch))
         tracker = ResourceTracker(driver, state_dir=pathlib.Path(scratch),
                                   driver_name=driver_name,
                                   provider_config=provider_config(conf))
@@ -136,3 +137,17 @@ def check_provider_config(tracker: ResourceTracker) -> None:
             "(every problem is listed above), so nothing in them was "
             "applied and what they applied before is kept; fix each "
             "problem and run again")
+
+
+def _copy_node_status(driver_name: str, scratch: pathlib.Path) -> None:
+    """The real state directory's disabled nodes, into the scratch one, so
+    the tree shown has ``COMPUTE_STATUS_DISABLED`` where a sync puts it."""
+    from virtdriver.resource_tracker.node_status import NodeStatusFile
+    from virtdriver.state_dir import StateDirError, state_dir
+
+    try:
+        status = NodeStatusFile(state_dir(), driver_name).read()
+    except (StateDirError, ValueError, OSError):
+        return
+    if status:
+        NodeStatusFile(scratch, driver_name).save(status)

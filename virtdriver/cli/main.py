@@ -158,6 +158,9 @@ def run_host_command(args: argparse.Namespace, conf, config: TraitConfig,
     if args.command in CLAIMS_COMMANDS:
         from virtdriver.cli.claims import run_claims_command
         return run_claims_command(args, conf)
+    if args.command in ("disable", "enable"):
+        from virtdriver.cli.disable import run_node_status
+        return run_node_status(args, conf)
     if args.command == "image-check":
         from virtdriver.cli.image import run_image_check
         return run_image_check(args, conf, config, opener=opener)

@@ -454,6 +454,25 @@ def _add_placement_request(commands) -> None:
     cmd.set_defaults(driver=None)
 
 
+def _add_node_status(commands) -> None:
+    """``disable NODE [--reason TEXT]`` and ``enable NODE``."""
+    for name, help_text in (
+            ("disable", "disable a node: COMPUTE_STATUS_DISABLED on its "
+                        "root, kept until `enable`"),
+            ("enable", "enable a node disabled with `disable`")):
+        cmd = commands.add_parser(
+            name, help=help_text,
+            description=f"{help_text[0].upper()}{help_text[1:]}.  Recorded "
+                        "in the state directory; the next `sync` or agent "
+                        "cycle applies it.  Exit 0 done, 2 not a node of "
+                        "the driver.")
+        cmd.add_argument("node", metavar="NODE", help="the node's name")
+        if name == "disable":
+            cmd.add_argument("--reason", metavar="TEXT",
+                             help="why (shown by report and explain)")
+        _add_driver_selection(cmd, output=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``virtdriver`` command."""
     parser = Parser(
@@ -553,6 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
     sample_cmd.add_argument("-o", "--output", metavar="FILE",
                             help="write it to FILE (default: stdout)")
     _add_placement(commands)
+    _add_node_status(commands)
     help_cmd = commands.add_parser(
         "help", help="print a document installed with virtdriver",
         description="With no TOPIC, list the documents; with one, print "

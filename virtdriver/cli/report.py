@@ -8,6 +8,7 @@ from typing import TextIO
 
 from virtdriver.render.host import render_node_source
 from virtdriver.render.tree import render_tree
+from virtdriver.cli.disable import status_lines
 from virtdriver.cli.errors import CommandError
 from virtdriver.cli.loading import (
     check_provider_config, host_tracker, started_driver)
@@ -44,6 +45,7 @@ def run_report(args: argparse.Namespace, conf, out: TextIO | None = None, *,
         for node in driver.get_available_nodes():
             out.write(render_node_source(
                 driver.node_capabilities(node).facts, uri_reason))
+        out.write(status_lines(args.driver, driver.get_available_nodes()))
     out.write(render_tree(tree, args.format))
     check_provider_config(tracker)
     return 0

@@ -51,8 +51,11 @@ from virtdriver.filelock import exclusive_lock
 from virtdriver.placement.db_stamp import DatabaseStamp
 from virtdriver.placement.marker import Marker, read_marker
 from virtdriver.placement.ownership import TrackerOwnership
-from virtdriver.placement.reshape import ClaimsPlacement
+from virtdriver.placement.allocations import (
+    ClaimsAllocations, PlacementAllocations)
+from virtdriver.placement.reshape import ClaimsPlacement, DriverPlacement
 from virtdriver.placement.result import SyncResult
+from virtdriver.placement.state import known_roots
 from virtdriver.placement.sync import Syncer
 from virtdriver.resource_tracker.tracker import LOCK_FILE, ResourceTracker
 from virtdriver.state_dir import StateDirError, state_dir
@@ -98,17 +101,26 @@ def run_sync(args: argparse.Namespace, conf, out: TextIO | None = None, *,
         tracker = ResourceTracker(driver, state_dir=directory,
                                   driver_name=args.driver,
                                   provider_config=provider_config(conf))
+        # A driver's reshape reads Placement's allocations, or the claims'
+        # when Placement is embedded (not started for that).
+        source = (ClaimsAllocations(tracker) if target.stamp is not None
+                  else PlacementAllocations(target.connect))
+        tracker.allocations = source
+        tracker.known_roots = known_roots(directory)
         owned = TrackerOwnership(tracker)
         owned.note(tracker.update_all())
         options = {"owned_for": owned, "remove": owned.gone,
                    "dry_run": args.dry_run,
-                   "placement_of": ClaimsPlacement(tracker)}
+                   "placement_of": DriverPlacement(
+                       tracker.reshapes, ClaimsPlacement(tracker))}
         marker = read_marker(directory)
-        result = _unchanged(target, tracker.tree, marker, options)
+        result = (_unchanged(target, tracker.tree, marker, options)
+                  if not tracker.reshapes else None)
         if result is None:
             if target.stamp is not None:
                 target.stamp.forget()   # Placement may write from now on
-            client = target.connect()
+            client = (source.client if isinstance(source, PlacementAllocations)
+                      else target.connect())
             with progress_bar("syncing providers",
                               quiet=getattr(args, "quiet", False)) as bar:
                 result = Syncer(client, directory, marker=marker).sync(

@@ -8,9 +8,13 @@ Placement; the driver only says what its nodes are.
 
 The methods mirror Nova's virt driver API where Nova has one
 (``init_host``, ``get_available_nodes``, ``update_provider_tree``,
-``cleanup_host``, the ``capabilities`` dict), so a driver written against
-Nova's contract ports method by method.  ``docs/driver-authors.md`` walks
-through a complete out-of-tree driver.
+``cleanup_host``, the ``capabilities`` dict, :class:`ReshapeNeeded`,
+:class:`HypervisorUnavailable`), so a driver written against Nova's
+contract runs unchanged: the tracker creates each node's root before the
+driver runs, a driver that declares no :attr:`~ComputeDriver.ownership`
+owns exactly the traits it set itself, and a driver that moves inventory
+gets the allocations to move.  ``docs/driver-authors.md`` walks through a
+complete out-of-tree driver, and a port of Nova's.
 """
 
 from __future__ import annotations
@@ -31,6 +35,32 @@ class DriverError(Exception):
     """Base class of every error a driver, or loading one, raises."""
 
 
+class HypervisorUnavailable(DriverError):
+    """The hypervisor (or the service behind the node) does not answer now.
+
+    Nova's exception of the same name.  Raised by a driver from
+    ``update_provider_tree`` (or any method the tracker calls for a node),
+    it means "not now", never "your input is wrong": the node's providers
+    are left exactly as they were (nothing removed), the commands exit 3
+    and the agent tries again next cycle.
+    """
+
+
+class ReshapeNeeded(Exception):
+    """Raised by ``update_provider_tree`` called without ``allocations``
+    when the driver must move inventory between providers (Nova's
+    exception of the same name).
+
+    The tracker then reads the allocations of every consumer of the
+    node's providers and calls ``update_provider_tree`` again with them
+    (``allocations=``); the driver moves inventory and, in that mapping,
+    the allocations on it; the sync sends both in one ``POST /reshaper``.
+    """
+
+
+#: The root uuid scheme of a driver that names none (Nova's ``compute
+#: node``): :meth:`ComputeDriver.root_uuid_for`.
+DEFAULT_ROOT_KIND = "compute-node"
 #: How many of a driver's nodes an error message lists.
 _NODES_SHOWN = 10
 
@@ -75,8 +105,9 @@ class ProviderTreeLike(Protocol):
     uuid.
     """
 
-    def new_root(self, name: str, uuid: str) -> str:
-        """Add a root provider; return its uuid."""
+    def new_root(self, name: str, uuid: str | None = None) -> str:
+        """Add a root provider; return its uuid (without one, during a
+        tracker's update: the node's stable uuid)."""
         ...
 
     def new_child(self, name: str, parent: str,
@@ -101,6 +132,14 @@ class ProviderTreeLike(Protocol):
         """Replace ``provider``'s traits; return whether they changed."""
         ...
 
+    def add_traits(self, provider: str, *traits: str) -> None:
+        """Add ``traits`` to ``provider``'s (Nova's call)."""
+        ...
+
+    def remove_traits(self, provider: str, *traits: str) -> None:
+        """Remove ``traits`` from ``provider``'s (Nova's call)."""
+        ...
+
 
 @dataclass(frozen=True)
 class NodeCapabilities:
@@ -112,7 +151,8 @@ class NodeCapabilities:
         traits: every trait the driver owns for this node with its state
             (asserted, unasserted, unknown) and evidence, or ``None`` when
             the driver does not derive traits per node.  Its ownership must
-            be part of the driver's :attr:`ComputeDriver.ownership`.
+            be part of the driver's :attr:`ComputeDriver.ownership` (when
+            the driver declares one).
         facts: driver-specific, JSON-ready facts for people and tools
             (``{"arch": "x86_64", "numa_cells": 2}``); read-only.  Nothing
             schedules on them: what the scheduler needs goes into the
@@ -131,18 +171,20 @@ class ComputeDriver(abc.ABC):
     """A virt driver: reads what its host's nodes are, keeps their
     providers true.
 
-    Subclasses declare two class attributes (or properties):
+    Subclasses declare :attr:`capabilities` — the Nova-style capabilities
+    dict (``supports_multiattach`` → bool …; each ``supports_*`` entry
+    corresponds to a ``COMPUTE_*`` trait) — and implement
+    :meth:`init_host`, :meth:`get_available_nodes` and
+    :meth:`update_provider_tree`, as a Nova driver does.  Optional:
 
-    * :attr:`capabilities` — the Nova-style capabilities dict
-      (``supports_multiattach`` → bool …); each ``supports_*`` entry
-      becomes a ``COMPUTE_*`` trait.
-    * :attr:`ownership` — every trait the driver could ever set.  The
-      tracker removes an owned trait the driver does not assert and never
-      touches any other, so a trait the driver sets but does not own would
-      stay on the provider after it stops being true.
-
-    and implement :meth:`init_host`, :meth:`get_available_nodes`,
-    :meth:`node_capabilities` and :meth:`update_provider_tree`.
+    * :attr:`ownership` — every trait (and dynamic-name prefix) the driver
+      could ever set.  Declared, the tracker removes an owned trait the
+      driver does not assert and never touches any other.  Not declared
+      (``None``, Nova's way), the driver owns exactly the traits it set
+      itself, provider by provider, as the tracker saw it set them and
+      recorded in its ledger: it may remove those later, never another.
+    * :meth:`node_capabilities` — traits with evidence, and facts, for
+      ``explain`` and ``report``; the default has neither.
 
     The constructor is called with keyword arguments only, and only with
     those its signature names: the ``virtdriver`` command offers ``conf``
@@ -159,10 +201,10 @@ class ComputeDriver(abc.ABC):
     def capabilities(self) -> Mapping[str, bool]:
         """The driver's capabilities dict: capability name → supported."""
 
-    @property
-    @abc.abstractmethod
-    def ownership(self) -> Ownership:
-        """Every trait (and dynamic-name prefix) this driver may set."""
+    #: Every trait (and dynamic-name prefix) this driver may set, or
+    #: ``None``: not declared — the driver owns the traits it set itself
+    #: (class doc).  A class attribute or a property.
+    ownership: Ownership | None = None
 
     @abc.abstractmethod
     def init_host(self, host: str) -> None:
@@ -185,14 +227,18 @@ class ComputeDriver(abc.ABC):
         instead of a cached list.
         """
 
-    @abc.abstractmethod
     def node_capabilities(self, nodename: str) -> NodeCapabilities:
         """What ``nodename`` is: its traits with evidence, and facts.
+
+        The default (for drivers written as Nova's are) has neither: no
+        trait report, no facts.
 
         Raises:
             NodeNotFoundError: ``nodename`` is not one of this driver's
                 nodes.
         """
+        self.require_node(nodename)
+        return NodeCapabilities(nodename)
 
     @abc.abstractmethod
     def update_provider_tree(
@@ -200,25 +246,35 @@ class ComputeDriver(abc.ABC):
             allocations: Mapping[str, Any] | None = None) -> None:
         """Bring ``nodename``'s providers in ``tree`` up to date.
 
-        Create the node's root provider if ``tree`` lacks it (named
-        ``nodename``), then set its inventories, its traits and any
-        children (NUMA cells, devices).  Traits change only through the
-        ownership rule: add asserted traits, remove owned ones that are
-        unasserted, leave unknown and foreign traits exactly as they are
-        (:func:`virtdriver.capabilities.traits.apply.apply_report` does
-        this).  Only the tree changes here; the tracker syncs it.
+        The tracker has created the node's root provider (named
+        ``nodename``, uuid :meth:`root_uuid_for`, trait ``COMPUTE_NODE``)
+        unless :meth:`root_uuid_for` is ``None``: then create it here.
+        Set its inventories, its traits and any children (NUMA cells,
+        devices).  With a declared :attr:`ownership`, traits change only
+        through the ownership rule: add asserted traits, remove owned ones
+        that are unasserted, leave unknown and foreign traits exactly as
+        they are (:func:`virtdriver.capabilities.traits.apply.apply_report`
+        does this).  Without one, add and remove traits as Nova drivers
+        do; only removals of traits the driver set itself stand.  Only the
+        tree changes here; the tracker syncs it.
 
         Args:
             tree: the tracker's provider tree, changed in place.
             nodename: one of :meth:`get_available_nodes`.
-            allocations: consumer uuid → allocations, when the tracker
-                passes them (a driver that moves inventory between
-                providers needs them to move allocations too); ``None``
-                otherwise.
+            allocations: ``None`` on the ordinary call.  When the driver
+                raised :class:`ReshapeNeeded` the tracker calls again with
+                every consumer of the node's providers, as Nova passes
+                them: consumer uuid → ``{"allocations": {provider uuid:
+                {"resources": {class: amount}}}, "consumer_generation",
+                "project_id", "user_id"}``; the driver changes the
+                ``allocations`` of the consumers it moves, in place.
 
         Raises:
             NodeNotFoundError: ``nodename`` is not one of this driver's
                 nodes.
+            ReshapeNeeded: inventory must move and ``allocations`` is
+                ``None``.
+            HypervisorUnavailable: the hypervisor does not answer now.
         """
 
     def provider_traits(self, nodename: str) -> Mapping[str, TraitReport]:
@@ -246,8 +302,9 @@ class ComputeDriver(abc.ABC):
         """
         return None
 
-    def ownership_for(self, nodename: str) -> Ownership:
-        """What the driver owns on ``nodename``'s providers.
+    def ownership_for(self, nodename: str) -> Ownership | None:
+        """What the driver owns on ``nodename``'s providers; ``None``: not
+        declared (the traits it set itself, class doc).
 
         The default is :attr:`ownership`, the same for every node; drivers
         whose ownership differs per node (a bare-metal driver whose nodes
@@ -311,16 +368,28 @@ class ComputeDriver(abc.ABC):
     #: bare-metal node's own uuid).
     root_uuid_kind: str | None = None
 
+    def root_uuid_for(self, nodename: str) -> str | None:
+        """The uuid the tracker gives ``nodename``'s root when it creates
+        the root before :meth:`update_provider_tree` (as Nova's resource
+        tracker does), or ``None``: the driver creates its roots itself.
+
+        The default derives it (:func:`~virtdriver.drivers.identity.
+        root_uuid`) with :attr:`root_uuid_kind`, or the ``compute-node``
+        scheme when the driver names none — the same uuid on every run.
+        A driver whose roots carry uuids from elsewhere (a bare-metal
+        node's) returns ``None`` and creates them.
+        """
+        return root_uuid(self.root_uuid_kind or DEFAULT_ROOT_KIND, nodename)
+
     def recognizes_root(self, name: str, uuid: str) -> bool:
         """Whether a root provider ``name`` / ``uuid`` is one this driver
         would create for a node of that name — also for a node it no
         longer has, which is how the tracker proves a gone node's root is
         its own (``docs/resource-tracker.md``).  The default compares
-        ``uuid`` with :attr:`root_uuid_kind`'s derivation; without one,
+        ``uuid`` with :meth:`root_uuid_for`; when that is ``None``,
         nothing is recognised (such roots are removed only by the tracker
         that saw the driver create them)."""
-        kind = self.root_uuid_kind
-        return kind is not None and root_uuid(kind, name) == uuid
+        return self.root_uuid_for(name) == uuid
 
     # -- transactions ---------------------------------------------------------
 

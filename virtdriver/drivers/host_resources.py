@@ -127,26 +127,23 @@ class CellResources:
         """The cell's small-page memory (MiB), before any reservation:
         its memory less what its huge pages hold, and no more than its
         small pages hold when libvirt lists them; ``None`` if unknown."""
-        if self.total_memory_mb is None:
-            return None
-        total = self.total_memory_mb - self.huge_memory_mb
-        if self.small_pages is not None:
-            total = min(total, self.small_pages.total
-                        * self.small_pages.size_kib // 1024)
-        return max(total, 0)
+        return self._small_mb(self.total_memory_mb, lambda pool: pool.total)
 
     @property
     def small_capacity_mb(self) -> int | None:
         """Small-page memory guests may use (MiB): :attr:`small_memory_mb`
         less ``reserved_host_memory_mb``'s share and the small pages
         ``reserved_huge_pages`` keeps; ``None`` if unknown."""
-        if self.memory_mb is None:
+        return self._small_mb(self.memory_mb, lambda pool: pool.available)
+
+    def _small_mb(self, memory_mb: int | None, pages) -> int | None:
+        if memory_mb is None:
             return None
-        capacity = self.memory_mb - self.huge_memory_mb
+        small = memory_mb - self.huge_memory_mb
         if self.small_pages is not None:
-            capacity = min(capacity, self.small_pages.available
-                           * self.small_pages.size_kib // 1024)
-        return max(capacity, 0)
+            small = min(small, pages(self.small_pages)
+                        * self.small_pages.size_kib // 1024)
+        return max(small, 0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -156,6 +156,11 @@ class IronicDriver(ComputeDriver):
             self._union = (inventory, self._memory_version, union)
             return union
 
+    def root_uuid_for(self, nodename: str) -> None:
+        """``None``: the driver creates each root itself, named and
+        identified by the node's own uuid (``nodename`` may be an alias)."""
+        return None
+
     def ownership_for(self, nodename: str) -> Ownership:
         """What the driver owns on ``nodename``'s provider: the capability
         traits, the traits its inspection data names now, and those the

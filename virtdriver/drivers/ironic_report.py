@@ -83,7 +83,7 @@ class NodeReports:
         self._source = source
         # The capability results by state, once: each node's report adds
         # its own few (if they answer for exactly the capability traits).
-        grouped = TraitReport(self._results, Ownership())
+        grouped = TraitReport(self._results, Ownership(), checked=True)
         self._groups = ({state: grouped.names(state) for state in TraitState}
                         if frozenset(self._results) == CAPABILITY_TRAITS
                         else None)

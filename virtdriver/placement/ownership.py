@@ -17,6 +17,12 @@ node owns — the same proof the tracker uses (``docs/resource-tracker.md``):
   deleted) stays vouched for until a sync has deleted it, so gone nodes
   leave Placement too — nothing else outside the tree is vouched for.
 
+A node whose driver declares no ownership owns, on each provider, what
+the tracker's ledger provably records it set (and, on the root, the
+tracker's own ``COMPUTE_NODE`` and a ``COMPUTE_STATUS_DISABLED`` it set);
+the traits the tracker took off as its own are owned until a sync
+confirmed them gone (:meth:`ResourceTracker.released`).
+
 Traits the tracker removed are owned until a sync confirmed them gone —
 a driver may stop owning a name once it stopped setting it (the ironic
 driver forgets an inspection trait the data no longer names), yet
@@ -27,11 +33,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+import os_traits
+
 from virtdriver.capabilities.traits.ownership import Ownership
 from virtdriver.drivers.base import DriverError
 from virtdriver.drivers.identity import is_derived_child
 from virtdriver.placement.result import SyncResult
 from virtdriver.resource_tracker.tracker import ResourceTracker, UpdateResult
+
+
+#: A node whose driver declares no ownership (a marker, never returned).
+_UNDECLARED = Ownership(frozenset({"virtdriver:undeclared"}))
 
 
 class TrackerOwnership:
@@ -83,6 +95,8 @@ class TrackerOwnership:
             if uuid not in failed:
                 del self._removed[uuid]
         self.tracker.provider_config.forget_released(exclude=failed)
+        if not result.dry_run:
+            self.tracker.synced(failed)
         kept = {o.uuid for o in result.kept}
         self._gone &= kept
         self._cache.clear()
@@ -91,7 +105,13 @@ class TrackerOwnership:
     def __call__(self, uuid: str) -> Ownership | None:
         if uuid not in self._cache:
             owned = self._node_ownership(uuid)
+            if owned is _UNDECLARED:   # what the ledger proves it set
+                owned = Ownership(self.tracker.ledger.proven(uuid)
+                                  or frozenset())
+            if owned is not None:
+                owned = self._with_tracker_traits(uuid, owned)
             removed = set(self._removed.get(uuid, ()))
+            removed |= self.tracker.released(uuid)
             # The operators' provider config traits the tracker applied
             # are the tracker's to write (and, once deleted from the
             # files, to remove: the diff's removals above).
@@ -101,6 +121,20 @@ class TrackerOwnership:
                 owned = owned.union(Ownership(frozenset(removed)))
             self._cache[uuid] = owned
         return self._cache[uuid]
+
+    def _with_tracker_traits(self, uuid: str, owned: Ownership
+                             ) -> Ownership:
+        """On a node's root, the tracker's own traits: ``COMPUTE_NODE``,
+        and ``COMPUTE_STATUS_DISABLED`` where the ledger proves the
+        tracker set it."""
+        tree = self.tracker.tree
+        if not tree.exists(uuid) or tree.record(uuid).parent_uuid is not None:
+            return owned
+        extra = {os_traits.COMPUTE_NODE}
+        if os_traits.COMPUTE_STATUS_DISABLED in (
+                self.tracker.ledger.proven(uuid) or ()):
+            extra.add(os_traits.COMPUTE_STATUS_DISABLED)
+        return owned.union(Ownership(frozenset(extra)))
 
     def vouches_for_gone(self, uuid: str, name: str,
                          parent_uuid: str | None,
@@ -126,7 +160,9 @@ class TrackerOwnership:
         """The ownership of the node ``uuid`` belongs to, or ``None``."""
         tree, driver = self.tracker.tree, self.tracker.driver
         if not tree.exists(uuid):
-            return driver.ownership if uuid in self._gone else None
+            if uuid not in self._gone:
+                return None
+            return driver.ownership or Ownership()
         record = tree.record(uuid)
         managed = self.tracker.manages(uuid)
         if record.parent_uuid is not None:
@@ -141,6 +177,7 @@ class TrackerOwnership:
             if not managed and record.name not in self._nodes and not \
                     driver.recognizes_root(record.name, uuid):
                 return None
-            return driver.ownership_for(record.name)
+            owned = driver.ownership_for(record.name)
         except DriverError:
             return None
+        return _UNDECLARED if owned is None else owned

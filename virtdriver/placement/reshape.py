@@ -42,6 +42,13 @@ moves to the one provider that will offer it (the root, in flat mode);
 with two candidates (two cells) its destination is not known.  Only
 consumers holding an allocation of a class that goes away move.
 
+**A driver's reshape** (:class:`DriverPlacement`): a tree whose driver
+raised ``ReshapeNeeded`` and moved allocations is reshaped even if no
+class is lost: its providers' allocations are read and the consumers the
+driver moved move as it said, with the tree's inventories, in one ``POST
+/reshaper`` (providers the new shape adds are created first, and deleted
+again if the reshape fails: Placement is left as it was).
+
 **Refused** — a consumer with no known destination, a claim that does
 not account for what Placement allocates, moved allocations that would
 not fit, a consumer without a type at 1.38+: nothing is sent, the whole
@@ -124,6 +131,27 @@ class ClaimsPlacement:
                 return (fit_placement(fit, nodename, tree)
                         if tree.exists(nodename) else None)
         return None
+
+
+class DriverPlacement:
+    """``placement_of`` with the moves of drivers' reshapes.
+
+    Called, it is ``fallback``'s answer (the claims); its
+    :attr:`driver_moves` (root uuid → consumer → provider → class →
+    amount) are the allocations drivers moved (the tracker's
+    :attr:`~virtdriver.resource_tracker.tracker.ResourceTracker.reshapes`),
+    which the :class:`Reshaper` sends as they are.
+    """
+
+    def __init__(self, moves: Mapping[str, Any],
+                 fallback: PlacementOf | None = None) -> None:
+        self.driver_moves = MappingProxyType(
+            {root: getattr(m, "moved", m) for root, m in moves.items()})
+        self.fallback = fallback
+
+    def __call__(self, consumer: str) -> Mapping | None:
+        return self.fallback(consumer) if self.fallback is not None \
+            else None
 
 
 def fit_placement(fit: InstanceFit, nodename: str, tree: TreeReader
@@ -262,15 +290,20 @@ class Reshaper:
         trees: dict[str, dict[str, Listed]] = {}
         for item in listed.values():
             trees.setdefault(item.root_uuid, {})[item.uuid] = item
+        given_all = getattr(self.placement_of, "driver_moves", {})
         for root, providers in by_root.items():
             if root not in listed:
                 continue   # a new tree: nothing can be allocated on it
             tree = self._ours(trees[root])
+            given = given_all.get(root) or {}
             suspects = self._suspects(providers, tree, listed)
+            if given and not suspects:
+                suspects = [item.uuid for item in tree]
             if not suspects:
                 continue
             try:
-                self._tree(root, providers, tree, suspects, listed, report)
+                self._tree(root, providers, tree, suspects, listed, report,
+                           given)
             except PlacementUnavailable:
                 raise
             except (PlacementError, ValueError) as exc:
@@ -325,24 +358,28 @@ class Reshaper:
 
     def _tree(self, root: str, providers: list[ProviderData],
               tree: list[Listed], suspects: list[str],
-              listed: dict[str, Listed], report: ReshapeReport) -> None:
+              listed: dict[str, Listed], report: ReshapeReport,
+              given: Mapping[str, Mapping] = MappingProxyType({})) -> None:
         cache = {uuid: self._allocations(uuid) for uuid in suspects}
         probe = {uuid: ProviderNow(uuid, uuid, root, generation,
                                    allocations=allocations)
                  for uuid, (generation, allocations) in cache.items()}
-        if not in_use(probe, {p.uuid: p for p in providers}):
+        if not given and not in_use(probe, {p.uuid: p for p in providers}):
             return   # nothing allocated stands in the way
         created: set[str] = set()
         for attempt in range(1, self.attempts + 1):
             try:
                 current = self._current(tree, cache)
                 cache = {}
-                moving = moving_consumers(current.providers, providers)
+                moving = set(moving_consumers(current.providers, providers))
+                moving.update(c for c in given if any(
+                    c in p.allocations for p in current.providers.values()))
                 current = Current(current.providers, MappingProxyType(
-                    {c: self._consumer(c, current) for c in moving}))
+                    {c: self._consumer(c, current) for c in sorted(moving)}))
                 plan = plan_reshape(
                     current, providers, self.placement_of,
-                    consumer_types=self.client.has("consumer_types"))
+                    consumer_types=self.client.has("consumer_types"),
+                    given=given)
                 if plan is None:
                     return
                 if isinstance(plan, Refusal):
@@ -434,12 +471,33 @@ class Reshaper:
             body = self.client.create_provider(uuid, name, parent)
             generations[uuid] = body["generation"]
             created.add(uuid)
-        for rc in sorted({rc for inventory in plan.inventories.values()
-                          for rc in inventory if rc.startswith("CUSTOM_")}
-                         - self.state.custom_classes):
-            self.client.ensure_resource_class(rc)
-            self.state.custom_classes.add(rc)
-        self.client.request("POST", "/reshaper", body=plan.body(generations))
+        try:
+            for rc in sorted({rc for inventory in plan.inventories.values()
+                              for rc in inventory
+                              if rc.startswith("CUSTOM_")}
+                             - self.state.custom_classes):
+                self.client.ensure_resource_class(rc)
+                self.state.custom_classes.add(rc)
+            self.client.request("POST", "/reshaper",
+                                body=plan.body(generations))
+        except (PlacementError, ValueError):
+            self._undo_created(plan, created)
+            raise
+
+    def _undo_created(self, plan: ReshapePlan, created: set[str]) -> None:
+        """The reshape failed: delete the (empty) providers created for
+        it, children first, so Placement is as it was."""
+        for uuid, _, _ in reversed(plan.create):
+            if uuid not in created:
+                continue
+            try:
+                self.client.delete_provider(uuid)
+            except PlacementError as exc:
+                LOG.warning("provider %s, created for a reshape that "
+                            "failed, could not be deleted again: %s",
+                            uuid, exc)
+                continue
+            created.discard(uuid)
 
     def _done(self, root: str, plan: ReshapePlan, created: set[str],
               listed: dict[str, Listed], report: ReshapeReport) -> None:

@@ -31,6 +31,14 @@ Where a moving consumer now belongs:
   the root).  When no provider or several would (two NUMA cells), its
   destination is not known.
 
+* **The driver's word**, when the driver reshaped (it raised
+  ``ReshapeNeeded`` and moved the allocations it was given,
+  :mod:`virtdriver.resource_tracker.reshape_step`): ``given[consumer]``
+  replaces the consumer's allocations in the tree, every class; they must
+  be on providers of the new tree and add up to what Placement allocates
+  there, class by class (``VCPU`` and ``PCPU`` together).  A consumer the
+  driver moved moves even if no class is lost.
+
 Any consumer whose destination is not known, or whose new allocations
 would not fit, refuses the whole tree.
 """
@@ -304,7 +312,8 @@ def moving_consumers(current: Mapping[str, ProviderNow],
 
 def plan_reshape(current: Current, desired: Iterable[ProviderData],
                  placement_of: PlacementOf | None = None, *,
-                 consumer_types: bool = True
+                 consumer_types: bool = True,
+                 given: Mapping[str, Allocations] | None = None
                  ) -> ReshapePlan | Refusal | None:
     """What moves, in one request, or why it cannot (module doc).
 
@@ -315,6 +324,8 @@ def plan_reshape(current: Current, desired: Iterable[ProviderData],
         placement_of: the claims' answer per consumer, or ``None``.
         consumer_types: the microversion (1.38+) needs ``consumer_type``
             on every consumer written.
+        given: consumer → its new allocations, from the driver's reshape
+            (module doc); consumers Placement does not list are ignored.
 
     Returns:
         ``None`` when no allocation stands in the way of the ordinary
@@ -327,16 +338,19 @@ def plan_reshape(current: Current, desired: Iterable[ProviderData],
     wanted = {p.uuid: p for p in desired}
     providers = current.providers
     lost = in_use(providers, wanted)
-    if not lost:
+    tree = set(providers) | set(wanted)
+    given = {c: a for c, a in (given or {}).items()
+             if any(c in p.allocations for p in providers.values())}
+    if not lost and not given:
         return None
     names = {**{u: p.name for u, p in providers.items()},
              **{u: p.name for u, p in wanted.items()}}
-    moving = moving_consumers(providers, wanted.values())
+    moving = sorted(set(moving_consumers(providers, wanted.values()))
+                    | set(given))
     absent = [c for c in moving if c not in current.consumers]
     if absent:
         raise ValueError(f"no record of consumers {', '.join(absent)}; "
                          "read GET /allocations/{consumer} first")
-    tree = set(providers) | set(wanted)
     reasons: dict[str, str] = {}
     moves: dict[str, Move] = {}
     for uuid in moving:
@@ -350,9 +364,15 @@ def plan_reshape(current: Current, desired: Iterable[ProviderData],
                 "microversion 1.38+ must name (set one with PUT "
                 "/allocations/{consumer})")
             continue
-        answer = placement_of(uuid) if placement_of is not None else None
-        new, why = (_by_claim(old, answer, wanted, names)
-                    if answer is not None else _by_offer(old, wanted, names))
+        if uuid in given:
+            answer = given[uuid]
+            new, why = _by_driver(old, answer, tree, wanted, names)
+        else:
+            answer = (placement_of(uuid) if placement_of is not None
+                      else None)
+            new, why = (_by_claim(old, answer, wanted, names)
+                        if answer is not None
+                        else _by_offer(old, wanted, names))
         if why:
             reasons[uuid] = why
         else:
@@ -426,6 +446,39 @@ def _by_claim(old: Allocations, answer: Allocations,
         for rc, amount in res.items():
             new.setdefault(rp, {})[rc] = amount
     return _frozen(new), None
+
+
+def _by_driver(old: Allocations, answer: Allocations, tree: set[str],
+               wanted: Mapping[str, ProviderData], names: Mapping[str, str]
+               ) -> tuple[Allocations, str | None]:
+    """The driver's reshape's allocations in the tree, checked."""
+    new: dict[str, dict[str, int]] = {}
+    for rp, res in answer.items():
+        if rp not in tree:
+            continue   # outside the tree: kept as Placement has it
+        if rp not in wanted:
+            return {}, (f"the driver's reshape leaves it on provider "
+                        f"{names.get(rp, rp)!r}, which the new tree has "
+                        "no more")
+        for rc, amount in res.items():
+            if amount:
+                new.setdefault(rp, {})[rc] = amount
+    before, after = _every_kind(old), _every_kind(new)
+    if before != after:
+        return {}, (f"the driver's reshape gives it {_totals(after)} but "
+                    f"Placement allocates {_totals(before)} in this tree")
+    return _frozen(new), None
+
+
+def _every_kind(allocations: Allocations) -> dict[str, int]:
+    """Amounts by class, ``VCPU`` and ``PCPU`` together."""
+    totals: dict[str, int] = {}
+    for res in allocations.values():
+        for rc, amount in res.items():
+            if amount:
+                kind = _CPU if rc in (orc.VCPU, orc.PCPU) else rc
+                totals[kind] = totals.get(kind, 0) + amount
+    return totals
 
 
 def _by_offer(old: Allocations, wanted: Mapping[str, ProviderData],

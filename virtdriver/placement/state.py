@@ -382,3 +382,12 @@ def _render(state: SyncState) -> str:
                        "checksum": checksum(body), "state": body},
                       sort_keys=True, indent=1) + "\n"
 
+
+def known_roots(state_dir: pathlib.Path | str) -> dict[str, str]:
+    """Root name → uuid of the roots the state directory's sync state
+    records (for :class:`~virtdriver.resource_tracker.tracker.
+    ResourceTracker`'s ``known_roots``); empty if the file is missing or
+    cannot be believed.  Read under the state directory's lock."""
+    state = SyncStateFile(state_dir).load()
+    return {known.name: uuid for uuid, known in state.providers.items()
+            if known.parent_uuid is None}

@@ -277,9 +277,13 @@ class _Run:
             self._outcome)
         gone = Deletions(self.client, state, self.owned_for,
                          dry_run=self.dry_run)
+        # What a reshape deleted already is not deleted twice.
+        remove = [u for u in self.remove if not (
+            u in reshaped.outcomes
+            and reshaped.outcomes[u].fields.get("deleted"))]
         try:
             gone.run(listed, {p.uuid for p in desired} | reshaped.held,
-                     set(roots), self.remove, complete=self.listing.complete)
+                     set(roots), remove, complete=self.listing.complete)
         finally:
             self.outcomes.update(gone.outcomes)
             self.foreign.extend(gone.foreign)

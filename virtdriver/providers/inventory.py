@@ -173,6 +173,23 @@ def invalid_resource_class_reason(name: object) -> str | None:
     return None
 
 
+class InvalidInventory(InvalidProvider):
+    """Several resource classes of one inventory are invalid: every one
+    is named in the message, so a driver's author fixes them in one go.
+
+    Attributes:
+        errors: each class's :class:`InvalidProvider`, in the order given.
+    """
+
+    def __init__(self, provider: str, errors: list[InvalidProvider]) -> None:
+        self.errors = tuple(errors)
+        super().__init__(
+            provider, "inventories",
+            f"{len(errors)} resource classes are invalid: " + "; ".join(
+                f"{e.field}: {e.reason} ({e.hint})" for e in errors),
+            "fix each one named")
+
+
 def validate_inventory(provider: str, inventory: Mapping
                        ) -> Mapping[str, Inventory]:
     """Check a whole inventory and return it as a read-only mapping.
@@ -184,7 +201,8 @@ def validate_inventory(provider: str, inventory: Mapping
 
     Raises:
         InvalidProvider: naming the provider, ``inventories.<RC>.<field>``,
-            what is wrong and what to do.
+            what is wrong and what to do; :class:`InvalidInventory` (a
+            subclass) naming every invalid class when there are several.
     """
     if not isinstance(inventory, Mapping):
         raise InvalidProvider(
@@ -192,13 +210,22 @@ def validate_inventory(provider: str, inventory: Mapping
             f"is a {type(inventory).__name__}, not a mapping",
             "give a dict of resource class -> inventory record")
     records = {}
+    errors: list[InvalidProvider] = []
     for rc, value in inventory.items():
         reason = invalid_resource_class_reason(rc)
         if reason:
-            raise InvalidProvider(
+            errors.append(InvalidProvider(
                 provider, "inventories", f"resource class {reason}",
-                "use an os_resource_classes constant or a CUSTOM_ name")
-        records[rc] = _record(provider, rc, value)
+                "use an os_resource_classes constant or a CUSTOM_ name"))
+            continue
+        try:
+            records[rc] = _record(provider, rc, value)
+        except InvalidProvider as exc:
+            errors.append(exc)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InvalidInventory(provider, errors)
     return MappingProxyType(records)
 
 

@@ -86,6 +86,9 @@ class ProviderTree(TreeReader):
         self._journal = Journal()
         # The last stamp handed out; never reset, so never reused.
         self._counter = 0
+        #: name -> the uuid new_root(name) without one gives (a tracker
+        #: sets it while its driver runs: stable uuids); None: random.
+        self.root_uuids: Any = None
 
     @property
     def lock(self) -> threading.RLock:
@@ -157,13 +160,17 @@ class ProviderTree(TreeReader):
 
     def new_root(self, name: str, uuid: str | None = None,
                  generation: int | None = None) -> str:
-        """Add a root provider and return its uuid (made up if not given).
+        """Add a root provider and return its uuid (if not given:
+        :attr:`root_uuids`'s for the name when set, else made up).
 
         Raises:
             ProviderExists: the name or uuid is taken by another provider.
             InvalidProvider: the name, uuid or generation is not valid.
         """
         with self._lock:
+            derive = getattr(self, "root_uuids", None)   # copies lack it
+            if uuid is None and derive is not None:
+                uuid = derive(name)
             record = _new_record(self._index, name, None, uuid, generation)
             self._counter += 1
             index = self._writable() if self._shared else self._index

@@ -18,6 +18,12 @@ names the driver owns on that node, and :func:`reconcile` decides
 everything else — foreign traits as they were before, stale names found
 only through the ledger removed.  :func:`drift` says what others changed
 on owned traits since the last update.
+
+:func:`settle_self_set` is the rule for a node whose driver declares no
+ownership (Nova's drivers): the driver owns exactly the traits it set
+itself — added by one of its updates, and recorded in the ledger with a
+proof (:meth:`~.ledger.Ledger.proven`) — so it may remove those, and a
+trait it removes that it cannot be proved to have set is put back.
 """
 
 from __future__ import annotations
@@ -157,6 +163,27 @@ def settle(before: Iterable[str], driver_result: Iterable[str], *,
         stale=frozenset(t for t in gone if owns(t)),
         ignored_ledger=entries - trusted,
         removed_by_others=removed, added_by_others=added)
+
+
+def settle_self_set(before: Iterable[str], driver_result: Iterable[str], *,
+                    ledger: Iterable[str] | None) -> Settlement:
+    """Finish one provider of a node whose driver declares no ownership.
+
+    ``ledger`` is what the ledger *provably* records as set by the driver
+    (``None``: nothing proven — first update, lost or edited ledger).  The
+    driver's additions are its own from now on; its removals stand only
+    for traits it set; any other removal is undone (``restored``).
+    """
+    before, result = frozenset(before), frozenset(driver_result)
+    mine = frozenset(ledger) if ledger else _EMPTY
+    removed = before - result
+    restored = removed - mine
+    traits = result | restored if restored else result
+    recorded = (mine & traits) | (result - before)
+    return Settlement(
+        traits=traits, ledger=recorded, restored=restored,
+        stale=removed & mine,
+        removed_by_others=(mine - before) if ledger is not None else _EMPTY)
 
 
 def drift(ledger: Iterable[str], before: Iterable[str],

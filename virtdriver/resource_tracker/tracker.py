@@ -8,19 +8,28 @@ directory's OS file lock (:mod:`virtdriver.filelock`) and the tree's lock:
    (O(1)) and take a savepoint for the node (its baseline; a failed node
    is rolled back in O(its writes)); open a driver transaction
    (:meth:`ComputeDriver.begin_update`);
-2. let the driver update the node's providers — it applies its own trait
-   report (owned traits follow it, unknown ones stay, others untouched);
+2. create the node's root if the tree lacks it, as Nova's resource
+   tracker does (:mod:`.node_root`: stable uuid), then let the driver
+   update the node's providers — it applies its own trait report (owned
+   traits follow it, unknown ones stay, others untouched); on
+   ``ReshapeNeeded`` call it again with the allocations of the node's
+   consumers (:mod:`.reshape_step`), keeping what it moved for the sync;
 3. settle each provider *of the node* with :func:`~.reconcile.settle`
    against ``driver.ownership_for(node)`` — the ledger is trusted only
-   inside that node's ownership; a provider someone else put under the
-   node's root (not derived from its parent and name, not created by this
-   driver) is foreign as a whole and left as it was;
+   inside that node's ownership — or, for a driver that declares none,
+   with :func:`~.reconcile.settle_self_set` (the traits it provably set
+   itself); a provider someone else put under the node's root (not
+   derived from its parent and name, not created by this driver) is
+   foreign as a whole and left as it was; then the tracker's own traits
+   on the root (``COMPUTE_NODE``, ``COMPUTE_STATUS_DISABLED`` for a
+   disabled node, :mod:`.node_status`);
 4. save the ledger atomically, then commit the driver's transaction.
 
 If anything fails the tree is put back exactly (generations included,
 :meth:`ProviderTree.restore`), the driver's memory is rolled back, the
 ledger file is not written, and the error propagates: a retry does what
-the failed attempt would have done.
+the failed attempt would have done.  A node whose driver raised
+``HypervisorUnavailable`` is such a failure: left exactly as it was.
 
 In :meth:`ResourceTracker.update_all` a node whose inputs are all as the
 tracker left them is skipped (:mod:`.fast_path`).
@@ -35,31 +44,36 @@ import pathlib
 import re
 import threading
 from collections.abc import Mapping
-from typing import Any
 
 from virtdriver.capabilities.traits.ownership import Ownership
-from virtdriver.claims.model import Instance
-from virtdriver.claims.rebuild import ProviderInfo
-from virtdriver.claims.usage import HostUsage, InstanceFit
-from virtdriver.drivers.base import ComputeDriver, DriverError
+from virtdriver.drivers.base import (
+    ComputeDriver, DriverError, HypervisorUnavailable)
 from virtdriver.drivers.identity import is_derived_child
 from virtdriver.filelock import DEFAULT_TIMEOUT, exclusive_lock
 from virtdriver.provider_config import AppliedRecord
 from virtdriver.resource_tracker.claims_file import ClaimsFile
-from virtdriver.resource_tracker.instance_claims import (
-    all_claims, check_rebuild_claim, claim_instance, provider_usages,
-    release_instance)
 from virtdriver.resource_tracker.ledger import Ledger, LedgerFile
-from virtdriver.providers.record import ProviderData
 from virtdriver.resource_tracker.provider_config_step import (
     ProviderConfigStep)
 from virtdriver.resource_tracker import fast_path
 from virtdriver.resource_tracker.fast_path import Marks, NodeMark
+from virtdriver.resource_tracker.gone import remove_gone
+from virtdriver.resource_tracker.settle_step import settle_provider
+from virtdriver.resource_tracker.tracker_claims import TrackerClaims
+from virtdriver.resource_tracker.node_root import (
+    TRACKER_TRAITS, prepare_root, stable_roots)
+from virtdriver.resource_tracker.node_status import (
+    NodeStatus, NodeStatusFile)
 from virtdriver.resource_tracker.provider_tree import ProviderTree, Savepoint
-from virtdriver.resource_tracker.reconcile import NO_DRIFT, Drift, settle
+from virtdriver.resource_tracker.reconcile import (
+    NO_DRIFT, Drift)
+from virtdriver.resource_tracker.reshape_step import (
+    AllocationSource, Pending, ReshapeMoves, moves as reshape_moves,
+    run_driver)
+from virtdriver.resource_tracker.snapshot import TreeReader
 from virtdriver.resource_tracker.results import (
     Records, UpdateAllError, UpdateResult, log_settlement, records)
-from virtdriver.resource_tracker.tree_diff import TreeDiff, diff
+from virtdriver.resource_tracker.tree_diff import diff
 
 LOG = logging.getLogger(__name__)
 
@@ -67,6 +81,9 @@ __all__ = ["Drift", "ResourceTracker", "UpdateAllError", "UpdateResult"]
 
 
 _NOTHING = Ownership(frozenset())
+_TRACKER_TRAITS = TRACKER_TRAITS
+_TRACKER = Ownership(TRACKER_TRAITS)
+_EMPTY: frozenset[str] = frozenset()
 #: The lock file in a state directory: one per directory, every state file
 #: in it (ledger, and later claims and sync state) is read and written
 #: under it.
@@ -80,7 +97,7 @@ def default_driver_name(driver: ComputeDriver) -> str:
     return re.sub(r"[^a-z0-9_.-]", "_", name)
 
 
-class ResourceTracker:
+class ResourceTracker(TrackerClaims):
     """Keeps a driver's nodes' providers up to date in :attr:`tree`.
 
     Args:
@@ -99,6 +116,12 @@ class ResourceTracker:
         provider_config: the directory of operators' provider config files
             (``[compute] provider_config_location``), applied to each node
             in its update (``docs/provider-config.md``); ``None``: none.
+        allocations: where a driver's reshape reads the allocations of its
+            node's consumers (:mod:`.reshape_step`); ``None``: a driver
+            that raises ``ReshapeNeeded`` fails its node.
+        known_roots: node name → the uuid of the root an earlier sync made
+            for it (the sync state's); a node whose root the tree lacks
+            gets that uuid if the ledger lists it (:mod:`.node_root`).
 
     Raises:
         LedgerError: the ledger file exists but cannot be read.
@@ -109,8 +132,12 @@ class ResourceTracker:
                  tree: ProviderTree | None = None,
                  driver_name: str | None = None,
                  lock_timeout: float = DEFAULT_TIMEOUT,
-                 provider_config: pathlib.Path | str | None = None) -> None:
+                 provider_config: pathlib.Path | str | None = None,
+                 allocations: AllocationSource | None = None,
+                 known_roots: Mapping[str, str] | None = None) -> None:
         self.driver = driver
+        self.allocations = allocations
+        self.known_roots: Mapping[str, str] = known_roots or {}
         # A lock of its own: trackers in one process do not wait on each
         # other (trees share one lock by default, as Nova's do).
         self.tree = (tree if tree is not None
@@ -130,8 +157,57 @@ class ResourceTracker:
         self._managed: set[str] = set()
         # Nodes update_all may skip while their inputs stay as they were.
         self._marks = Marks()
+        self._status_file = NodeStatusFile(self.state_dir, self.driver_name)
+        self._status = NodeStatus()
+        # What this transaction leaves for the sync, and what is confirmed.
+        self._pending = Pending()
+        self._left = Pending()
         with self._state_lock():
             self._ledger_file.read()
+            self._status = self._status_file.read()
+
+    def node_status(self) -> NodeStatus:
+        """The disabled nodes as the state directory says now."""
+        with self._state_lock():
+            return self._status_file.read()
+
+    @property
+    def reshapes(self) -> Mapping[str, ReshapeMoves]:
+        """Root uuid → what the driver's reshape moved there, until
+        :meth:`synced` confirms a sync sent it."""
+        return self._left.moves
+
+    def released(self, uuid: str) -> frozenset[str]:
+        """Traits the tracker took off provider ``uuid`` as its own
+        (traits a driver set itself and removed, a ``COMPUTE_STATUS_
+        DISABLED`` it had set), until :meth:`synced`: Placement must lose
+        them too.  The ledger keeps them as the tracker's until then, so a
+        sync that fails (or a process that ends first) loses nothing: the
+        next update releases them again."""
+        return frozenset(self._left.released.get(uuid, ()))
+
+    def synced(self, failed: set[str] | frozenset[str] = frozenset()) -> None:
+        """A sync sent what the updates left, but for providers ``failed``
+        (their reshapes and releases stay for the next sync): the traits
+        it took off leave the ledger (saved under the state lock).
+
+        Raises:
+            LedgerError: the ledger could not be saved (the releases stay
+                and are sent again).
+        """
+        self._left.moves = {root: m for root, m in self._left.moves.items()
+                            if root in failed}
+        confirmed = {u: t for u, t in self._left.released.items()
+                     if u not in failed}
+        if confirmed:
+            with self._state_lock():
+                ledger = self._ledger_file.read()
+                self._ledger_file.save(ledger.updated({
+                    uuid: ledger[uuid] - traits
+                    for uuid, traits in confirmed.items()
+                    if uuid in ledger and ledger[uuid] & traits}))
+        self._left.released = {u: t for u, t in self._left.released.items()
+                               if u in failed}
 
     @property
     def ledger(self) -> Ledger:
@@ -157,9 +233,11 @@ class ResourceTracker:
         with self._state_lock(), self.tree.lock:
             ledger = self._ledger_file.read()
             applied = [self.provider_config.read_record()]
+            self._status = self._status_file.read()
             start = self.tree.snapshot()
             token = self.driver.begin_update()
             changes: dict[str, frozenset[str] | None] = {}
+            self._pending = Pending()
             try:
                 with self.tree.savepoint() as savepoint:
                     result, managed, _ = self._update_node(
@@ -172,6 +250,7 @@ class ResourceTracker:
                 raise
             self.driver.commit_update(token)
             self._managed.update(managed)
+            self._left.merge(self._pending)
         return result
 
     def update_all(self) -> dict[str, UpdateResult]:
@@ -191,8 +270,13 @@ class ResourceTracker:
         """
         results: dict[str, UpdateResult] = {}
         errors: dict[str, Exception] = {}
+        cycle = Pending()
         with self._state_lock(), self.tree.lock:
             ledger = self._ledger_file.read()
+            status = self._status_file.read()
+            if status != self._status:   # disabled or enabled since
+                self._marks = Marks()
+            self._status = status
             applied = [self.provider_config.read_record()]
             start = self.tree.snapshot()
             outer = self.driver.begin_update()
@@ -216,8 +300,9 @@ class ResourceTracker:
                     self._cycle_node(nodename, ledger, applied, config,
                                      results, errors, changes, managed,
                                      marks)
-                results.update(self._remove_gone(
-                    set(nodes), ledger, managed, changes))
+                    cycle.merge(self._pending)
+                results.update(remove_gone(
+                    self, set(nodes), ledger, managed, changes))
                 self.provider_config.warn_unmatched(self.tree)
                 self.provider_config.save_record(applied[0].without(
                     uuid for uuid, kept in changes.items()
@@ -232,8 +317,13 @@ class ResourceTracker:
             self._managed.difference_update(
                 uuid for uuid, traits in changes.items() if traits is None)
             self._marks.replace(self.tree, marks)
+            self._left.merge(cycle)
         if errors:
-            raise UpdateAllError(results, errors)
+            unreachable = [exc for exc in errors.values()
+                           if isinstance(exc, HypervisorUnavailable)]
+            # Only the hypervisor failed: "not now" (exit 3), not bad input.
+            raise UpdateAllError(results, errors) from (
+                unreachable[0] if len(unreachable) == len(errors) else None)
         return results
 
     def _cycle_node(self, nodename: str, ledger: Ledger,
@@ -248,6 +338,7 @@ class ResourceTracker:
         it ended in a fixed point (:mod:`.fast_path`)."""
         record = applied[0] if self.provider_config.enabled else None
         stamp = fast_path.driver_stamp(self.driver, nodename)
+        self._pending = Pending()
         inner = self.driver.begin_update()
         node_changes: dict[str, frozenset[str] | None] = {}
         node_applied = list(applied)
@@ -258,6 +349,7 @@ class ResourceTracker:
         except Exception as exc:  # one node must not stop all
             savepoint.rollback()
             self.driver.rollback_update(inner)
+            self._pending = Pending()
             LOG.warning("node %s not updated: %s", nodename, exc)
             errors[nodename] = exc
             return
@@ -276,74 +368,6 @@ class ResourceTracker:
                 node_changes, node_applied[0] if record is not None
                 else None, config)
 
-    # -- instance claims ------------------------------------------------------
-
-    def instance_claim(self, instance: Instance, nodename: str, *,
-                       allocations: Mapping[str, Mapping[str, int]]
-                       | None = None,
-                       aliases: Mapping[str, Any] | None = None
-                       ) -> InstanceFit:
-        """Fit ``instance`` onto ``nodename``'s NUMA cells and record it.
-
-        With ``allocations`` (the scheduler's, ``{provider uuid: {resource
-        class: amount}}``) it is pinned within exactly the cells they name,
-        or refused (:class:`~virtdriver.claims.allocation.
-        AllocationRefused`) changing nothing.
-
-        Serialised with every other claim, release and update on the state
-        directory (threads and processes alike), so claims never
-        overcommit; persisted before it returns.  See ``docs/claims.md``.
-
-        Raises:
-            InvalidRequest: the flavor and image make no valid request.
-            DoesNotFit: nothing fits; which cell lacked what.
-            ClaimError: already claimed, no NUMA host, bad claims file.
-            LockTimeout: another process held the state directory.
-        """
-        with self._state_lock(), self.tree.lock:
-            return claim_instance(self.driver, self._claims_file, instance,
-                                  nodename, allocations=allocations,
-                                  tree=self.tree, aliases=aliases)
-
-    def release(self, instance_uuid: str) -> str:
-        """Free exactly what ``instance_uuid`` claimed; return its node.
-
-        Raises:
-            UnknownClaim: it holds no claim here.
-        """
-        with self._state_lock(), self.tree.lock:
-            return release_instance(self.driver, self._claims_file,
-                                    instance_uuid)
-
-    def claims(self) -> dict[str, HostUsage]:
-        """nodename → the claims held on it (as persisted)."""
-        with self._state_lock():
-            return all_claims(self.driver, self._claims_file)
-
-    def usages(self) -> dict[str, Mapping[str, int]]:
-        """Provider uuid → resource class → amount claims use."""
-        with self._state_lock(), self.tree.lock:
-            return provider_usages(self.driver, self._claims_file,
-                                   self.tree)
-
-    def rebuild_claim(self, instance: Instance,
-                      new_image_properties: Mapping[str, object], *,
-                      sharing: Mapping[str, ProviderInfo] | None = None,
-                      disk_format: str | None = None) -> None:
-        """The no-op rebuild claim: consumes and changes nothing.
-
-        Returns when ``instance`` may be rebuilt with the new image; else
-        raises :class:`~virtdriver.claims.rebuild.RebuildRefused` carrying
-        every reason (NUMA constraints or consumption that would change,
-        image traits its allocated providers lack or forbid — explicit
-        ``trait:`` properties and those its properties and ``disk_format``
-        imply, docs/claims.md).  Traits come from this tree for allocated
-        providers in it, from ``sharing`` for providers outside it.
-        """
-        check_rebuild_claim(instance, new_image_properties,
-                            self.tree.snapshot(), sharing,
-                            disk_format=disk_format)
-
     # -- one node -------------------------------------------------------------
 
     def _state_lock(self):
@@ -355,9 +379,11 @@ class ResourceTracker:
                      changes: dict[str, frozenset[str] | None],
                      applied: list[AppliedRecord], savepoint: Savepoint
                      ) -> tuple[UpdateResult, set[str], str | None]:
-        """Run the driver, settle the node, apply the provider config
-        files; record ledger changes and the applied record
-        (``applied[0]``, replaced).
+        """Create the node's root if need be, run the driver (with the
+        reshape round trip), settle the node, apply the tracker's root
+        traits and the provider config files; record ledger changes, the
+        applied record (``applied[0]``, replaced), traits released and
+        reshape moves (in :attr:`_pending`).
 
         ``savepoint`` was taken just before: its ``before`` view is the
         tree as the update found it.  Returns the result, the uuids of the
@@ -368,35 +394,46 @@ class ResourceTracker:
         """
         start = savepoint.before
         owned = self.driver.ownership_for(nodename)
-        self.driver.update_provider_tree(self.tree, nodename)
+        def known(name: str) -> str | None:
+            uuid = self.known_roots.get(name)
+            return uuid if uuid in ledger else None   # managed by us
+
+        prepare_root(self.tree, self.driver, nodename, known(nodename))
+        with stable_roots(self.tree, self.driver, known):
+            trip = run_driver(
+                self.driver, self.tree, nodename,
+                lambda: self._providers_of(start, nodename),
+                self.allocations)
         root = self._root_name(nodename)
         # Per node, never the union over nodes: a trait one node manages
         # is foreign on the others.
         again = self.driver.ownership_for(nodename)
-        if again is not owned:
+        if owned is None or again is None:
+            owned = again if owned is None else owned
+        elif again is not owned:
             owned = owned.union(again)
-        report = self.driver.node_capabilities(nodename).traits
+        report = (self.driver.node_capabilities(nodename).traits
+                  if owned is not None else None)
         answered = frozenset(report.results) if report is not None else None
         before = records(start, root)
         after_uuids = self.tree.get_provider_uuids_in_tree(root)
         root_uuid = after_uuids[0]
+        disabled = nodename in self._status or root in self._status
         removed_by, added_by = {}, {}
         ours: set[str] = set()
-        quiet = True
+        quiet = trip is None
         for uuid in after_uuids:
             record = self.tree.record(uuid)
             existed = start.exists(uuid)
             mine = (uuid == root_uuid or not existed or uuid in self._managed
                     or is_derived_child(uuid, record.name,
-                                        record.parent_uuid,
-                                        record.root_uuid))
-            # A provider created now has no baseline: no drift for it.  A
-            # foreign one is settled with no ownership: left as it was.
-            done = settle(
-                start.record(uuid).traits if existed else (), record.traits,
-                ownership=owned if mine else _NOTHING,
-                ledger=ledger.get(uuid) if existed and mine else None,
-                answered=answered)
+                                        record.parent_uuid))
+            done, tracker_part = settle_provider(
+                uuid, record, start if existed else None, mine=mine,
+                owned=owned, ledger=ledger, answered=answered,
+                disabled=disabled, is_root=uuid == root_uuid,
+                released=self._pending.released,
+                unconfirmed=frozenset(self._left.released.get(uuid, ())))
             final = record.traits
             if done.traits != final:
                 self.tree.update_traits(uuid, done.traits)
@@ -407,15 +444,22 @@ class ResourceTracker:
                 ours.add(uuid)
                 removed_by[record.name] = done.removed_by_others
                 added_by[record.name] = done.added_by_others
+                kept = done.ledger | tracker_part if tracker_part \
+                    else done.ledger
                 # One set object for the ledger and the tree when equal.
-                changes[uuid] = final if done.ledger == final else done.ledger
+                changes[uuid] = final if kept == final else kept
             elif uuid in ledger:
                 changes[uuid] = None
         applied[0], config_quiet = self.provider_config.apply(
-            self.tree, root_uuid, after_uuids, owned, applied[0])
+            self.tree, root_uuid, after_uuids,
+            (owned or _NOTHING).union(_TRACKER), applied[0])
         for record in before:
             if not self.tree.exists(record.uuid):
                 changes[record.uuid] = None
+        if trip is not None:   # checked even when nothing moved
+            moved = reshape_moves(nodename, root_uuid, *trip)
+            if moved.moved:
+                self._pending.moves[root_uuid] = moved
         after = [self.tree.record(uuid) for uuid in after_uuids]
         drifted = any(removed_by.values()) or any(added_by.values())
         result = UpdateResult(nodename, diff(Records(before),
@@ -426,6 +470,16 @@ class ResourceTracker:
             LOG.warning("node %s: drift on owned traits: %s", nodename, line)
         quiet = quiet and config_quiet and result.drift.empty
         return result, ours, root_uuid if quiet else None
+
+    def _providers_of(self, start: TreeReader, nodename: str) -> list[str]:
+        """The node's provider uuids, in the tree as the update found it
+        and now (for the reshape's allocations)."""
+        found: dict[str, None] = {}
+        for reader in (start, self.tree):
+            if reader.exists(nodename):
+                found.update(dict.fromkeys(
+                    reader.get_provider_uuids_in_tree(nodename)))
+        return list(found)
 
     def _root_name(self, nodename: str) -> str:
         """The node's root provider after the driver's update.
@@ -444,59 +498,3 @@ class ResourceTracker:
             f"tree has no provider named {nodename!r} (or {canonical!r}); "
             "update_provider_tree must create the node's root under the "
             "node's name (see virtdriver.drivers.base)")
-
-    def _remove_gone(self, nodes: set[str], ledger: Ledger,
-                     updated: set[str],
-                     changes: dict[str, frozenset[str] | None]
-                     ) -> dict[str, UpdateResult]:
-        """Remove the trees of gone nodes that are provably this tracker's.
-
-        A root is removed only when all of these hold: its name is not a
-        node any more; it was not updated in this cycle; the ledger lists
-        it; it is proved ours by more than the ledger — this tracker saw
-        the driver create or update it in this process, or the driver
-        recognises its uuid as the one it derives for that name
-        (:meth:`ComputeDriver.recognizes_root`); and every provider under
-        it is ours too (a foreign child keeps the whole tree).  A root
-        that fails only the proof is kept and reported in the result's
-        ``kept``.
-        """
-        results = {}
-        for root in self.tree.roots:
-            if (root.name in nodes or root.uuid in updated
-                    or root.uuid not in ledger):
-                continue
-            gone = records(self.tree, root.uuid)
-            reason = self._why_not_ours(root, gone)
-            if reason is not None:
-                LOG.warning("%s is not a node any more but %s; not removed "
-                            "(remove it by hand if it is stale)",
-                            root.label, reason)
-                results[root.name] = UpdateResult(
-                    root.name, TreeDiff(), Drift(), {root.label: reason})
-                continue
-            self.tree.remove(root.uuid)
-            changes.update((record.uuid, None) for record in gone)
-            LOG.info("node %s is gone: removed its %d provider(s)",
-                     root.name, len(gone))
-            results[root.name] = UpdateResult(
-                root.name, diff(Records(gone), Records([])), Drift())
-        return results
-
-    def _why_not_ours(self, root: ProviderData,
-                      tree: list[ProviderData]) -> str | None:
-        """``None`` if ``root``'s tree is provably ours, else why not."""
-        if not (root.uuid in self._managed
-                or self.driver.recognizes_root(root.name, root.uuid)):
-            return ("only the ledger lists it: this driver did not create "
-                    "it in this process and its uuid is not the one the "
-                    "driver derives for that name")
-        foreign = [record.label for record in tree[1:]
-                   if record.uuid not in self._managed
-                   and not is_derived_child(record.uuid, record.name,
-                                            record.parent_uuid,
-                                            record.root_uuid)]
-        if foreign:
-            return ("providers under it are someone else's: "
-                    + ", ".join(foreign))
-        return None

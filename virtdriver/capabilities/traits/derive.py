@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -24,6 +24,11 @@ class TraitReport:
         ownership: the registry the families make up.
         invalid: names a family produced that are not valid trait names or
             that the family does not own; never dropped silently.
+
+    A report built by hand is checked as :func:`derive_traits` checks
+    its own: a result whose name is not a valid trait name, is not
+    ``ownership``'s, or is filed under another name is moved from
+    ``results`` to ``invalid`` (with its evidence), never used.
     """
 
     results: Mapping[str, TraitResult]
@@ -31,13 +36,36 @@ class TraitReport:
     invalid: tuple[InvalidTrait, ...] = ()
     _by_state: Mapping[TraitState, frozenset[str]] = field(
         init=False, repr=False, compare=False)
+    #: True when the caller checked the names already (derive_traits).
+    checked: InitVar[bool] = False
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, checked: bool = False) -> None:
+        if not checked:
+            self._check_names()
         groups: dict[TraitState, set[str]] = {s: set() for s in TraitState}
         for trait, result in self.results.items():
             groups[result.state].add(trait)
         object.__setattr__(self, "_by_state", MappingProxyType(
             {state: frozenset(names) for state, names in groups.items()}))
+
+    def _check_names(self) -> None:
+        bad: list[InvalidTrait] = []
+        for name, result in self.results.items():
+            reason = invalid_reason(name)
+            if reason is None and result.trait != name:
+                reason = f"filed under {name!r} but names {result.trait!r}"
+            if reason is None and not self.ownership.owns(name):
+                reason = ("not in the report's ownership, so the driver "
+                          "would not own it (add it, or its prefix)")
+            if reason is not None:
+                bad.append(InvalidTrait(name, reason, result.family,
+                                        result.evidence))
+        if bad:
+            gone = {b.name for b in bad}
+            object.__setattr__(self, "results", MappingProxyType(
+                {n: r for n, r in self.results.items() if n not in gone}))
+            object.__setattr__(self, "invalid", tuple(self.invalid)
+                               + tuple(bad))
 
     def names(self, state: TraitState) -> frozenset[str]:
         """Names of the traits in ``state``."""
@@ -129,4 +157,4 @@ def derive_traits(inputs: DerivationInputs,
                     f"trait {result.trait} derived by both "
                     f"{earlier.family!r} and {family.name!r}")
     return TraitReport(MappingProxyType(dict(sorted(results.items()))),
-                       Ownership.of(families), tuple(invalid))
+                       Ownership.of(families), tuple(invalid), checked=True)
