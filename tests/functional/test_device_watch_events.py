@@ -28,7 +28,7 @@ def host(fakelibvirt, tmp_path):
         node_devices=[gpu("0000:84:00.0", numa=1),
                       *sriov_nic("0000:3b:00.0", 2)]))
     driver = LibvirtDriver(conf=make_conf(config_files=[conf]), uri=fake.uri,
-                           disk_gb=None)
+                           disk_gb=None, device_usage=lambda uuid: {})
     driver.init_host("cmp1")
     tracker = ResourceTracker(driver, state_dir=tmp_path / "state")
     yield fake, tracker
