@@ -62,3 +62,11 @@ def test_a_hot_unplug_is_read_at_the_next_update(host, fakelibvirt):
     assert not tracker.tree.exists(GPU)
     tracker.update_all()
     assert listings(fakelibvirt) == before + 1  # steady again
+
+
+def test_a_change_between_init_and_the_first_update_is_seen(host,
+                                                            fakelibvirt):
+    fake, tracker = host
+    set_devices(fake, sriov_nic("0000:3b:00.0", 2))  # before any update
+    tracker.update_all()
+    assert not tracker.tree.exists(GPU)

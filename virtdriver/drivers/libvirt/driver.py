@@ -151,7 +151,12 @@ class LibvirtDriver(ComputeDriver):
         except CapabilityXMLError as exc:
             raise DriverError(f"libvirt's CPU map: {exc}") from exc
         self._nodename = host
-        self._resources(self._reading())
+        # Listen before the first reading: an event after it is not lost
+        # (and the next update reads again only after one).
+        self._devices_need_read()
+        reading = self._reading(fresh_devices=True)
+        self._last_devices = reading.devices
+        self._resources(reading)
 
     def get_available_nodes(self, refresh: bool = False) -> list[str]:
         """The one node: the host name given to :meth:`init_host`."""
