@@ -49,7 +49,7 @@ SECONDS = {
     "tests/functional/placement/test_placement_bounded.py": 5,
     "tests/functional/test_report_warm_imports.py": 5,
     "tests/functional/placement/test_placement_sync.py": 4,
-    "tests/functional/placement/test_placement_devices.py": 9,
+    "tests/functional/placement/test_placement_devices.py": 12,
     "tests/unit/test_capabilities_properties.py": 4,
     "tests/functional/placement/test_placement_state.py": 4,
     "tests/functional/test_cli_conventions.py": 4,
