@@ -458,3 +458,28 @@ def test_when_allocations_cannot_be_known_nothing_is_removed(make_host):
     host.update()
     assert not host.exists(ACC)
     assert set(host.record(GPU).inventory) == {"CUSTOM_MDEV_NVIDIA_35"}
+
+
+def test_a_switch_to_flat_keeps_an_allocated_vanished_device_provider(
+        make_host, tmp_path):
+    """The cells go; a device provider under one, kept for its
+    allocations, moves under the root with its traits and reservation
+    rather than going with its cell."""
+    host = make_host()
+    host.update()
+    host.use(GPU, orc.VGPU, 2)
+    host.tracker.tree.add_traits(GPU, "CUSTOM_OPERATOR")
+    host.devices(devices()[1:])
+    host.update()
+    path = tmp_path / "flat.conf"
+    path.write_text(CONF)
+    host.driver = host.tracker.driver = LibvirtDriver(
+        conf=make_conf(config_files=[path]), uri=host.fake.uri,
+        disk_gb=None, nested=False, device_usage=host.used)
+    host.driver.init_host(NODE)
+    host.update()
+    kept = host.record(GPU)
+    assert kept.parent_uuid == host.record(NODE).uuid
+    assert {MISSING, "CUSTOM_OPERATOR"} <= kept.traits
+    assert kept.inventory[orc.VGPU].reserved == kept.inventory[orc.VGPU].total
+    assert not host.exists(f"{NODE}_NUMA1")

@@ -107,6 +107,26 @@ def existing_device_providers(tree: Any, nodename: str) -> dict[str, Any]:
     return found
 
 
+def lift_device_providers(tree: Any, nodename: str,
+                          cells: set[str]) -> None:
+    """Move device providers whose cell is not among ``cells`` (the cell
+    providers the update keeps) under the root, same uuid, inventory and
+    traits — before the host's publication removes those cells with
+    whatever is under them (a switch to flat, a NUMA cell gone)."""
+    if not tree.exists(nodename):
+        return
+    root = tree.record(nodename)
+    for data in existing_device_providers(tree, nodename).values():
+        if data.parent_uuid == root.uuid:
+            continue
+        if tree.record(data.parent_uuid).name in cells:
+            continue
+        tree.remove(data.uuid)
+        tree.new_child(data.name, root.uuid, data.uuid)
+        tree.update_inventory(data.uuid, dict(data.inventory))
+        tree.update_traits(data.uuid, data.traits)
+
+
 def publish_devices(tree: Any, nodename: str,
                     offers: tuple[DeviceOffer, ...] | None, *,
                     nested: bool = True, used: Used | None = None,
