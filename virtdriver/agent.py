@@ -295,7 +295,6 @@ class _State:
                 driver_name=setup.driver_name,
                 provider_config=setup.provider_config)
             self.owned = TrackerOwnership(self.tracker)
-<<<<<<< HEAD
             client = setup.connect()
             self.syncer = Syncer(client, setup.directory)
             # A device provider whose device is gone stays while Placement
@@ -303,13 +302,10 @@ class _State:
             use = getattr(self.driver, "use_device_usage", None)
             if use is not None:
                 use(provider_usage(client))
-=======
-            self.syncer = Syncer(setup.connect(), setup.directory)
             # A driver's reshape reads the allocations from Placement.
             self.tracker.allocations = PlacementAllocations(
                 lambda: self.syncer.client)
             self.tracker.known_roots = known_roots(setup.directory)
->>>>>>> main
         except BaseException:
             self.close()
             raise

@@ -60,9 +60,10 @@ class Host:
         self.fake = register_host(name, host_documents(
             host=HostBuilder(cells=2, cores=2), node_devices=node_devices))
         self.usage: dict[str, dict[str, int]] = {}
+        self.unreachable = False
         self.driver = LibvirtDriver(
             conf=make_conf(config_files=[path]), uri=self.fake.uri,
-            nested=nested, disk_gb=None, device_usage=self.usage.get)
+            nested=nested, disk_gb=None, device_usage=self.used)
         self.driver.init_host(node)
         self.tracker = ResourceTracker(self.driver,
                                        state_dir=tmp_path / "state")
@@ -70,6 +71,11 @@ class Host:
 
     def devices(self, node_devices):
         set_devices(self.fake, node_devices)
+
+    def used(self, uuid):
+        """What Placement would say is allocated on ``uuid`` (``None``
+        once the test makes it unreachable)."""
+        return None if self.unreachable else self.usage.get(uuid, {})
 
     def update(self):
         return self.tracker.update_all()[self.node]
@@ -224,7 +230,7 @@ def test_unlisted_while_allocated_stays_then_goes(make_host, tmp_path):
         'device_spec = {"address": "0000:d8:00.0"}\n', ""))
     host.driver = host.tracker.driver = LibvirtDriver(
         conf=make_conf(config_files=[path]), uri=host.fake.uri,
-        disk_gb=None, device_usage=host.usage.get)
+        disk_gb=None, device_usage=host.used)
     host.driver.init_host(NODE)
     host.update()
     kept = host.record(ACC)
@@ -424,10 +430,56 @@ def test_nova_defect_the_mdev_type_trait_follows_the_active_type(
     path.write_text("[devices]\nenabled_mdev_types = nvidia-36\n")
     host.driver = host.tracker.driver = LibvirtDriver(
         conf=make_conf(config_files=[path]), uri=host.fake.uri,
-        disk_gb=None, device_usage=host.usage.get)
+        disk_gb=None, device_usage=host.used)
     host.driver.init_host(NODE)
     host.update()
     gpu_p = host.record(GPU)
     assert "CUSTOM_MDEV_TYPE_NVIDIA_36" in gpu_p.traits
     assert "CUSTOM_MDEV_TYPE_NVIDIA_35" not in gpu_p.traits
     assert gpu_p.inventory[orc.VGPU].total == 8
+
+
+def test_when_allocations_cannot_be_known_nothing_is_removed(make_host):
+    """Fail safe: a gone or re-typed device whose allocations cannot be
+    read keeps its provider, reserved and marked, until they can."""
+    host = make_host()
+    host.update()
+    host.unreachable = True
+    host.devices([gpu("0000:84:00.0", numa=1, class_id=0x120000),
+                  *sriov_nic("0000:3b:00.0", 4, numa=0)])
+    host.update()
+    for name in (GPU, ACC):  # re-typed, gone
+        kept = host.record(name)
+        assert MISSING in kept.traits
+        assert all(inv.reserved == inv.total
+                   for inv in kept.inventory.values())
+    assert orc.VGPU in host.record(GPU).inventory
+    host.unreachable = False
+    host.update()
+    assert not host.exists(ACC)
+    assert set(host.record(GPU).inventory) == {"CUSTOM_MDEV_NVIDIA_35"}
+
+
+def test_a_switch_to_flat_keeps_an_allocated_vanished_device_provider(
+        make_host, tmp_path):
+    """The cells go; a device provider under one, kept for its
+    allocations, moves under the root with its traits and reservation
+    rather than going with its cell."""
+    host = make_host()
+    host.update()
+    host.use(GPU, orc.VGPU, 2)
+    host.tracker.tree.add_traits(GPU, "CUSTOM_OPERATOR")
+    host.devices(devices()[1:])
+    host.update()
+    path = tmp_path / "flat.conf"
+    path.write_text(CONF)
+    host.driver = host.tracker.driver = LibvirtDriver(
+        conf=make_conf(config_files=[path]), uri=host.fake.uri,
+        disk_gb=None, nested=False, device_usage=host.used)
+    host.driver.init_host(NODE)
+    host.update()
+    kept = host.record(GPU)
+    assert kept.parent_uuid == host.record(NODE).uuid
+    assert {MISSING, "CUSTOM_OPERATOR"} <= kept.traits
+    assert kept.inventory[orc.VGPU].reserved == kept.inventory[orc.VGPU].total
+    assert not host.exists(f"{NODE}_NUMA1")

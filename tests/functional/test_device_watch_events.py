@@ -28,7 +28,7 @@ def host(fakelibvirt, tmp_path):
         node_devices=[gpu("0000:84:00.0", numa=1),
                       *sriov_nic("0000:3b:00.0", 2)]))
     driver = LibvirtDriver(conf=make_conf(config_files=[conf]), uri=fake.uri,
-                           disk_gb=None)
+                           disk_gb=None, device_usage=lambda uuid: {})
     driver.init_host("cmp1")
     tracker = ResourceTracker(driver, state_dir=tmp_path / "state")
     yield fake, tracker
@@ -62,3 +62,11 @@ def test_a_hot_unplug_is_read_at_the_next_update(host, fakelibvirt):
     assert not tracker.tree.exists(GPU)
     tracker.update_all()
     assert listings(fakelibvirt) == before + 1  # steady again
+
+
+def test_a_change_between_init_and_the_first_update_is_seen(host,
+                                                            fakelibvirt):
+    fake, tracker = host
+    set_devices(fake, sriov_nic("0000:3b:00.0", 2))  # before any update
+    tracker.update_all()
+    assert not tracker.tree.exists(GPU)

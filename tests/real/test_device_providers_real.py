@@ -76,3 +76,25 @@ def test_a_rule_by_address_glob_lists_exactly_that_slot(tracker_for):
                 if a.split(":")[1:] and a.split(":")[1] == bus
                 and a.split(":")[2].split(".")[0] == rest.split(".")[0]}
     assert devices == expected and devices
+
+
+def test_real_libvirt_takes_the_node_device_callbacks(nodedev_daemon):
+    """The watch registers on a real node-device connection: a reading
+    is then kept until an event (or max_age)."""
+    import libvirt
+
+    from virtdriver.capabilities.devices.model import HostDevices
+    from virtdriver.drivers.libvirt.connection import ensure_event_loop
+    from virtdriver.drivers.libvirt.device_watch import DeviceWatch
+
+    ensure_event_loop()
+    conn = libvirt.openReadOnly(nodedev_daemon.uri)
+    watch = DeviceWatch()
+    try:
+        assert watch.needs_read(conn, nodedev_daemon.uri, None)
+        watch.reading()
+        devices = HostDevices.build(source=nodedev_daemon.uri)
+        assert not watch.needs_read(conn, nodedev_daemon.uri, devices)
+    finally:
+        watch.close()
+        conn.close()

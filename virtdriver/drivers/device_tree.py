@@ -14,11 +14,10 @@ traits the driver does not own on it are kept exactly.
 **Devices that change.**  A provider whose device is gone, no longer
 listed, or re-typed:
 
-* with no allocation on it (``used`` says so, or cannot say): removed in
-  this update (the sync keeps a provider Placement refuses to delete
-  because it is allocated, and says so — no cycle fails);
-* with allocations: kept, its inventory ``reserved = total`` so nothing
-  new lands, the total never below what is used, and
+* with no allocation on it (``used`` says so): removed in this update;
+* with allocations, or when ``used`` cannot say (``None``: fail safe,
+  nothing is removed on a guess): kept, its inventory ``reserved =
+  total`` so nothing new lands, the total never below what is used, and
   :data:`~virtdriver.capabilities.traits.device_providers.MISSING` set;
   one log line when it starts; it goes in the first update after its last
   allocation does.
@@ -108,6 +107,26 @@ def existing_device_providers(tree: Any, nodename: str) -> dict[str, Any]:
     return found
 
 
+def lift_device_providers(tree: Any, nodename: str,
+                          cells: set[str]) -> None:
+    """Move device providers whose cell is not among ``cells`` (the cell
+    providers the update keeps) under the root, same uuid, inventory and
+    traits — before the host's publication removes those cells with
+    whatever is under them (a switch to flat, a NUMA cell gone)."""
+    if not tree.exists(nodename):
+        return
+    root = tree.record(nodename)
+    for data in existing_device_providers(tree, nodename).values():
+        if data.parent_uuid == root.uuid:
+            continue
+        if tree.record(data.parent_uuid).name in cells:
+            continue
+        tree.remove(data.uuid)
+        tree.new_child(data.name, root.uuid, data.uuid)
+        tree.update_inventory(data.uuid, dict(data.inventory))
+        tree.update_traits(data.uuid, data.traits)
+
+
 def publish_devices(tree: Any, nodename: str,
                     offers: tuple[DeviceOffer, ...] | None, *,
                     nested: bool = True, used: Used | None = None,
@@ -151,12 +170,15 @@ def publish_devices(tree: Any, nodename: str,
         elif data is None:
             tree.new_child(name, parent_uuid, child_uuid(root.uuid, name))
             data = tree.record(name)
-        usage = used(data.uuid) or {}
-        if any(rc != offer.resource_class and amount
-               for rc, amount in usage.items()):
+        known = used(data.uuid)
+        usage = known or {}
+        retyped = {rc for rc in data.inventory if rc != offer.resource_class}
+        if (known is None and retyped) or any(
+                rc != offer.resource_class and amount
+                for rc, amount in usage.items()):
             per[name] = _gone(
-                tree, data, usage, owned, results,
-                f"re-typed to {offer.resource_class} while allocated")
+                tree, data, known, owned, results,
+                f"re-typed to {offer.resource_class}")
             continue
         total = offer.total
         taken = usage.get(offer.resource_class, 0)
@@ -184,12 +206,14 @@ def _allocated(usage: Mapping[str, int] | None) -> bool:
 def _gone(tree: Any, data: Any, usage: Mapping[str, int] | None,
           owned: Ownership, results: dict[str, TraitResult],
           why: str) -> tuple[TraitResult, ...]:
-    """Remove ``data``'s provider, or keep it reserved while allocated;
-    the results of a kept one (none when removed)."""
-    if not _allocated(usage):
+    """Remove ``data``'s provider when nothing is allocated on it, else —
+    allocated, or ``usage`` unknown (``None``: fail safe) — keep it
+    reserved; the results of a kept one (none when removed)."""
+    if usage is not None and not _allocated(usage):
         tree.remove(data.uuid)
         LOG.info("device provider %s removed: %s", data.name, why)
         return ()
+    usage = usage or {}
     inventory = {}
     for rc, inv in data.inventory.items():
         total = max(inv.total, usage.get(rc, 0))
@@ -198,15 +222,17 @@ def _gone(tree: Any, data: Any, usage: Mapping[str, int] | None,
         if rc not in inventory and amount:
             inventory[rc] = _record(amount, amount)
     tree.update_inventory(data.name, inventory)
+    held = (", ".join(f"{rc}={n}" for rc, n in sorted(usage.items()) if n)
+            + " is allocated on it") if usage else (
+        "what is allocated on it cannot be known here")
     if MISSING not in data.traits:
-        LOG.warning("device provider %s: %s, but %s is allocated on it; "
-                    "kept with reserved = total until its last allocation "
-                    "goes", data.name, why, ", ".join(
-                        f"{rc}={n}" for rc, n in sorted(usage.items()) if n))
+        LOG.warning("device provider %s: %s, but %s; kept with reserved = "
+                    "total until its last allocation goes", data.name, why,
+                    held)
     tree.update_traits(data.name, data.traits | {MISSING})
     _unknown(results, data.traits - {MISSING}, owned,
              "kept while allocated")
-    missing = missing_result(data.name, f"{why} while allocated")
+    missing = missing_result(data.name, f"{why}, but {held}")
     results[MISSING] = missing
     mine: dict[str, TraitResult] = {}
     _unknown(mine, data.traits - {MISSING}, owned, "kept while allocated")

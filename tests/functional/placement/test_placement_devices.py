@@ -236,3 +236,36 @@ def test_a_switch_to_flat_moves_device_providers_to_the_root(
     assert set(allocations["allocations"]) == {gpu_uuid}
     moved = api.client.request("GET", f"/allocations/{guest}")
     assert set(moved["allocations"]) == {flat.root.uuid}  # reshaped
+
+
+def test_a_one_shot_sync_keeps_an_allocated_vanished_device_and_the_rest_syncs(
+        tmp_path, client, api, fakelibvirt):
+    """A new process (``virtdriver sync``) never saw the vanished GPU:
+    its provider is not in the tree, nothing can take its VGPU
+    allocation, so it is left out of the reshape and kept by the
+    deletions — while the rest of the tree syncs; it goes once free."""
+    path = tmp_path / "oneshot.conf"
+    path.write_text(CONF)
+    fake = register_host("oneshotdevs", host_documents(
+        host=HostBuilder(cells=2, cores=2), node_devices=devices()))
+
+    def one_shot():
+        host = Host(tmp_path / "state", LibvirtDriver(
+            conf=make_conf(config_files=[path]), uri=fake.uri, disk_gb=None))
+        return host, host.sync(client)
+
+    try:
+        first, result = one_shot()
+        assert result.ok, result.describe()
+        gpu_uuid, acc = first.uuid(GPU), first.uuid(ACC)
+        consumer = api.allocate(gpu_uuid, {orc.VGPU: 1})
+        set_devices(fake, devices(accelerator=(0x1002, 0x71c4))[1:])
+        _, result = one_shot()
+        assert gpu_uuid in api.providers()
+        assert not result.get(gpu_uuid).deleted
+        assert "CUSTOM_PCI_VENDOR_1002" in api.traits(acc)  # not held
+        api.free(consumer)
+        _, result = one_shot()
+        assert gpu_uuid not in api.providers()
+    finally:
+        unregister_host(fake.name)

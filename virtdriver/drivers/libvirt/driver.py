@@ -43,7 +43,9 @@ from virtdriver.drivers.base import (
     ComputeDriver, DriverError, NodeCapabilities, ProviderTreeLike)
 from virtdriver.drivers.host_resources import (
     HostResourceError, HostResources, host_resources)
-from virtdriver.drivers.host_tree import provider_reports, publish_host
+from virtdriver.drivers.device_tree import lift_device_providers
+from virtdriver.drivers.host_tree import (
+    cell_provider_name, provider_reports, publish_host)
 from virtdriver.drivers.libvirt.capabilities import LIBVIRT_CAPABILITIES
 from virtdriver.drivers.libvirt.connection import (
     LibvirtConnectionError, state_dir)
@@ -151,7 +153,12 @@ class LibvirtDriver(ComputeDriver):
         except CapabilityXMLError as exc:
             raise DriverError(f"libvirt's CPU map: {exc}") from exc
         self._nodename = host
-        self._resources(self._reading())
+        # Listen before the first reading: an event after it is not lost
+        # (and the next update reads again only after one).
+        self._devices_need_read()
+        reading = self._reading(fresh_devices=True)
+        self._last_devices = reading.devices
+        self._resources(reading)
 
     def get_available_nodes(self, refresh: bool = False) -> list[str]:
         """The one node: the host name given to :meth:`init_host`."""
@@ -203,6 +210,9 @@ class LibvirtDriver(ComputeDriver):
         reading = self._reading(fresh_devices=self._devices_need_read())
         self._last_devices = reading.devices
         resources, unknown = self._resources(reading)
+        lift_device_providers(tree, nodename, {
+            cell_provider_name(nodename, cell.cell_id)
+            for cell in resources.cells} if self._nested else set())
         publish_host(tree, nodename, host=reading.host, resources=resources,
                      report=self._report(reading, resources, unknown),
                      node_uuid=node_uuid(nodename),
