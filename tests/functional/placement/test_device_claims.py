@@ -167,3 +167,55 @@ def _find(document, key):
             if found is not None:
                 return found
     return None
+
+
+def test_libvirt_driver_on_fakelibvirt_claims_real_vfs_and_mdevs(
+        tmp_path, placement, fakelibvirt):
+    """The same path through the libvirt driver: units are the VFs and
+    the mdevs its node devices name (an existing mdev reused first)."""
+    from tests.device_hosts import gpu, mdev, sriov_nic
+    from virtdriver.conf.options import make_conf
+    from virtdriver.drivers.libvirt.driver import LibvirtDriver
+    from virtdriver.fakelibvirt.builders import HostBuilder, host_documents
+    from virtdriver.fakelibvirt.connection import (
+        register_host, unregister_host)
+
+    conf = tmp_path / "virtdriver.conf"
+    conf.write_text(
+        "[pci]\n"
+        'device_spec = {"vendor_id": "8086", "product_id": "154c"}\n'
+        'alias = {"name": "vf", "vendor_id": "8086", "product_id": "154c",'
+        ' "numa_policy": "required"}\n'
+        "[devices]\nenabled_mdev_types = nvidia-35\n")
+    existing = "4b20d080-1b54-4048-85b3-a6a62d165c01"
+    fake = register_host("devclaims", host_documents(
+        host=HostBuilder(cells=2, cores=2), node_devices=[
+            gpu("0000:84:00.0", numa=1), *sriov_nic("0000:3b:00.0", 2),
+            mdev(existing, "nvidia-35", "0000:84:00.0")]))
+    try:
+        options = make_conf(config_files=[conf])
+        from virtdriver.conf.pci_alias import pci_aliases
+        aliases = pci_aliases(options)
+        driver = LibvirtDriver(conf=options, uri=fake.uri, disk_gb=None)
+        host = Host(tmp_path / "state", driver)
+        client = placement.client()
+        host.sync(client)
+        vm = _vm({"hw:numa_nodes": "1", "pci_passthrough:alias": "vf:1",
+                  "resources:VGPU": "1",
+                  "hw:pci_numa_affinity_policy": "required"})
+        request = placement_request(vm.flavor, {}, aliases=aliases)
+        body = allocation_candidates(client, request)
+        (candidate, *_) = [{rp: e["resources"] for rp, e in
+                            c["allocations"].items()}
+                           for c in body["allocation_requests"]]
+        fit = host.tracker.instance_claim(vm, "host", allocations=candidate,
+                                          aliases=aliases)
+        units = {d.resource_class: d.units for d in fit.devices}
+        assert fit.cells[0].host_cell == 1
+        assert units["VGPU"] == (existing,)
+        (vf,) = units["CUSTOM_PCI_8086_154C"]
+        vfs = {str(d.address) for d in driver._reading().devices.pci
+               if d.physical_function is not None}
+        assert vf in vfs
+    finally:
+        unregister_host(fake.name)

@@ -254,6 +254,16 @@ class LibvirtDriver(ComputeDriver):
         self.require_node(nodename)
         return self._resources(self._reading())[0]
 
+    def node_devices(self, nodename: str):
+        """Device provider name → its units (which function, VF or mdev),
+        from the cached reading; none while devices are unknown."""
+        from virtdriver.drivers.device_units import device_units
+        self.require_node(nodename)
+        devices = self._reading().devices
+        offers = self._devices.offers(devices)
+        return device_units(nodename, offers or (),
+                            devices if devices.known else None)
+
     def cleanup_host(self, host: str) -> None:
         """Close the libvirt connection."""
         self._device_watch.close()
