@@ -1,103 +1,118 @@
-"""Device options through the command: a bad value or a conflict is one
-line naming the option or both rules, exit 2, no traceback; the report
-shows the device providers."""
+"""Device requests through the commands (``cli.main``): the fake driver's
+``devices:`` list, ``[pci] alias`` in the config file, ``placement-request``
+saying what Placement decides per device, ``claim``/``claims`` showing
+which instance holds which device, bad aliases as one line and exit 2."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+import yaml
 
-from tests.device_hosts import gpu, sriov_nic
 from virtdriver import cli
-from virtdriver.fakelibvirt.builders import HostBuilder, host_documents
+
+UUID = "11111111-2222-3333-4444-555555555555"
+HOST = {"name": "devhost", "cells": 2, "cores_per_cell": 2, "devices": [
+    {"address": "0000:81:00.0", "vendor_id": "10de", "product_id": "1eb8",
+     "numa_node": 1},
+    {"address": "0000:82:00.0", "vendor_id": "8086", "product_id": "154c",
+     "vfs": 2, "numa_node": 0}]}
+ALIASES = ('alias = {"name": "gpu", "vendor_id": "10de", '
+           '"product_id": "1eb8", "numa_policy": "required"}\n'
+           'alias = {"name": "vf", "vendor_id": "8086", '
+           '"product_id": "154c"}\n')
 
 
-@pytest.mark.parametrize("text, names", [
-    ('[pci]\ndevice_spec = {"vendor_id": 8086\n', "[pci] device_spec #1"),
-    ('[pci]\ndevice_spec = {"address": "0000:81:20.0"}\n',
-     "[pci] device_spec #1"),
-    ('[devices]\nenabled_mdev_types = t1\n[mdev_t1]\nmdev_class = gpu\n',
-     "[mdev_t1] mdev_class"),
+def options(tmp_path, monkeypatch, aliases=ALIASES):
+    monkeypatch.setenv("VIRTDRIVER_STATE_DIR", str(tmp_path / "state"))
+    spec = tmp_path / "host.yaml"
+    spec.write_text(yaml.safe_dump(HOST))
+    conf = tmp_path / "virtdriver.conf"
+    conf.write_text("[pci]\n" + aliases)
+    return ["--driver", "fake", "--host-spec", str(spec),
+            "--config-file", str(conf)]
+
+
+def write(tmp_path, name, document) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(document))
+    return str(path)
+
+
+def flavor(specs):
+    return {"vcpus": 2, "memory_mb": 512, "extra_specs": specs}
+
+
+def test_placement_request_says_per_device_what_placement_decides(
+        tmp_path, monkeypatch, capsys):
+    host = options(tmp_path, monkeypatch)
+    path = write(tmp_path, "f.json", flavor({
+        "hw:numa_nodes": "1", "pci_passthrough:alias": "gpu:1,vf:1"}))
+    image = write(tmp_path, "i.json", {"properties": {}})
+    assert cli.main(["placement-request", "--flavor", path, "--image",
+                     image, *host]) == 0
+    out = capsys.readouterr().out
+    assert "same_subtree=1,_DEV1" in out
+    assert "# device _DEV1 (alias gpu #1): CUSTOM_PCI_10DE_1EB8:1, policy " \
+        "required: Placement: a provider under guest node 0's cell" in out
+    assert "# device _DEV2 (alias vf #1)" in out and "policy legacy" in out
+    assert "# not expressed: device-numa-legacy" in out
+    assert "# microversion 1.36" in out
+    # The host can hold both classes: no shortfall named.
+    assert "its providers can hold every class asked" in out
+
+
+@pytest.mark.parametrize("aliases, specs, words", [
+    ('alias = {"name": "gpu", "vendor_id": "10de"\n', {},
+     "[pci] alias #1 = "),
+    (ALIASES, {"pci_passthrough:alias": "nic:1"},
+     "alias 'nic' is not defined by [pci] alias (defined: gpu, vf)"),
+    (ALIASES, {"pci_passthrough:alias": "vf:1",
+               "hw:pci_numa_affinity_policy": "close"},
+     "hw:pci_numa_affinity_policy='close' is not one of"),
 ])
-def test_a_bad_device_option_is_one_line_and_exit_2(tmp_path, capsys, text,
-                                                    names):
-    conf = tmp_path / "virtdriver.conf"
-    conf.write_text(text)
-    status = cli.main(["report", "--uri", "test:///default",
-                       "--config-file", str(conf)])
+def test_bad_aliases_are_one_line_and_exit_2(tmp_path, monkeypatch, capsys,
+                                            aliases, specs, words):
+    host = options(tmp_path, monkeypatch, aliases)
+    path = write(tmp_path, "f.json", flavor(specs))
+    image = write(tmp_path, "i.json", {"properties": {}})
+    assert cli.main(["placement-request", "--flavor", path, "--image",
+                     image, *host]) == 2
     err = capsys.readouterr().err
-    assert status == 2
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("virtdriver: ")
-    assert names in lines[0] and "Traceback" not in err
+    assert words in err
+    assert err.startswith("virtdriver: ") and "Traceback" not in err
+    assert len(err.strip().splitlines()) <= 2
 
 
-@pytest.fixture
-def device_uri(fake_libvirt_host):
-    return fake_libvirt_host(host_documents(
-        host=HostBuilder(cells=2, cores=2),
-        node_devices=[gpu("0000:84:00.0", numa=1),
-                      *sriov_nic("0000:3b:00.0", 2, numa=0)]),
-        name="clidevices")
+def test_claim_and_claims_show_which_instance_holds_which_device(
+        tmp_path, monkeypatch, capsys):
+    host = options(tmp_path, monkeypatch)
 
+    def vm(policy):
+        return write(tmp_path, f"{policy}.json", {
+            "uuid": UUID, "flavor": flavor({
+                "hw:numa_nodes": "1", "pci_passthrough:alias": "gpu:1,vf:1",
+                "hw:pci_numa_affinity_policy": policy}),
+            "image": {"properties": {}}, "allocations": {}})
 
-def test_conflicting_rules_are_refused_naming_both(tmp_path, capsys,
-                                                   device_uri):
-    conf = tmp_path / "virtdriver.conf"
-    conf.write_text('[pci]\ndevice_spec = {"vendor_id": "10de"}\n'
-                    '[devices]\nenabled_mdev_types = nvidia-35\n')
-    status = cli.main(["report", "--uri", device_uri, "--config-file",
-                       str(conf)])
+    # legacy: the GPU is on cell 1, the VFs on cell 0: no cell for guest
+    # node 0 has both; refused naming the devices and cells (exit 1).
+    assert cli.main(["claim", "--instance", vm("legacy"), *host]) == 1
     err = capsys.readouterr().err
-    assert status == 2, err
-    assert "[pci] device_spec #1" in err
-    assert "[devices] enabled_mdev_types nvidia-35" in err
-    assert "Traceback" not in err
-
-
-def test_the_report_shows_device_providers(tmp_path, capsys, device_uri):
-    conf = tmp_path / "virtdriver.conf"
-    conf.write_text('[pci]\ndevice_spec = {"product_id": "154c"}\n'
-                    '[devices]\nenabled_mdev_types = nvidia-35\n')
-    assert cli.main(["report", "--uri", device_uri, "--config-file",
-                     str(conf), "--format", "json"]) == 0
-    tree = json.loads(capsys.readouterr().out)
-    text = json.dumps(tree)
-    assert "_pci_0000_84_00_0" in text and "_pci_0000_3b_00_0" in text
-    assert "VGPU" in text and "CUSTOM_PCI_8086_154C" in text
-
-
-def test_a_snapshot_replays_the_same_device_providers(tmp_path, capsys,
-                                                      device_uri):
-    conf = tmp_path / "virtdriver.conf"
-    conf.write_text('[DEFAULT]\nhost = replayed\n'
-                    '[pci]\ndevice_spec = {"product_id": "154c"}\n'
-                    '[devices]\nenabled_mdev_types = nvidia-35\n')
-
-    def providers(*source):
-        assert cli.main(["report", *source, "--config-file", str(conf),
-                         "--format", "json"]) == 0
-        tree = json.loads(capsys.readouterr().out)
-        found = {}
-
-        def walk(node):
-            if isinstance(node, dict):
-                if "uuid" in node and "name" in node and "_pci_" in str(
-                        node["name"]):
-                    found[node["name"]] = node["uuid"]
-                for value in node.values():
-                    walk(value)
-            elif isinstance(node, list):
-                for value in node:
-                    walk(value)
-        walk(tree)
-        return found
-
-    live = providers("--uri", device_uri)
-    snapshot = tmp_path / "snap"
-    assert cli.main(["snapshot", "--uri", device_uri, "--config-file",
-                     str(conf), "-o", str(snapshot)]) == 0
+    assert "alias gpu #1" in err
+    assert ("devhost_pci_0000_81_00_0 (cell 1) is not on guest node 0's "
+            "cell 0 (policy legacy)") in err
+    assert cli.main(["claim", "--instance", vm("preferred"), *host]) == 0
+    out = capsys.readouterr().out
+    assert ("device alias gpu #1: devhost_pci_0000_81_00_0 (cell 1) "
+            "CUSTOM_PCI_10DE_1EB8: 0000:81:00.0") in out
+    assert cli.main(["claims", "--format", "json", *host]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    devices = listing["nodes"]["devhost"][UUID]["devices"]
+    assert [d["units"] for d in devices] == [["0000:81:00.0"],
+                                             ["0000:82:10.0"]]
+    assert cli.main(["release", "--instance", UUID, *host]) == 0
     capsys.readouterr()
-    replayed = providers("--snapshot", str(snapshot))
-    assert live and replayed == live
+    assert cli.main(["claims", "--format", "json", *host]) == 0
+    assert UUID not in json.dumps(json.loads(capsys.readouterr().out))
