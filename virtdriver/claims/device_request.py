@@ -120,7 +120,7 @@ def parse_aliases(values: Sequence[str]) -> dict[str, PciAlias]:
         except ValueError as exc:
             problems.append(Problem(
                 f"{label} = {_clip(text)}: {exc}; write it as Nova reads it "
-                "(see docs/claims.md, device requests)", {label: text}))
+                "(`virtdriver help claims`, device requests)", {label: text}))
             continue
         if alias.name in found:
             problems.append(Problem(

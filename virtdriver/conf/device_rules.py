@@ -56,7 +56,7 @@ def device_rules(conf: Any) -> DeviceRules:
             pci.append(parse_pci_rule(text, label))
         except ValueError as exc:
             reader.add(f"{label} = {text!r}: {exc}; write it as Nova reads "
-                       "it (see docs/devices.md)")
+                       "it (`virtdriver help devices`)")
     types = [t.strip() for t in reader.get("devices",
                                            "enabled_mdev_types") or []]
     mdev = []
