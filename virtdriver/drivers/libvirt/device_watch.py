@@ -75,6 +75,11 @@ class DeviceWatch:
                         and devices is not None and devices.known
                         and devices.source == uri)
 
+    @property
+    def watching(self) -> bool:
+        """Whether libvirt's node-device events are heard now."""
+        return self._watching
+
     def reading(self) -> None:
         """A reading begins now: events from now on count against it."""
         with self._lock:

@@ -153,10 +153,13 @@ class LibvirtDriver(ComputeDriver):
         except CapabilityXMLError as exc:
             raise DriverError(f"libvirt's CPU map: {exc}") from exc
         self._nodename = host
-        # Listen before the first reading: an event after it is not lost
-        # (and the next update reads again only after one).
+        # Listen before the first reading, so an event after it is not
+        # lost; when events are heard, that reading is the one the next
+        # update re-reads after an event (not the session's "just taken").
         self._devices_need_read()
-        reading = self._reading(fresh_devices=True)
+        reading = self._reading()
+        if self._device_watch.watching:
+            reading = self._reading(fresh_devices=True)  # no new listing
         self._last_devices = reading.devices
         self._resources(reading)
 
