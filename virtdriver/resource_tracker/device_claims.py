@@ -45,6 +45,8 @@ class DeviceContext:
     taken: Mapping[str, list[str]]
     #: By provider name; ``None`` without the scheduler's allocation.
     allocation: Mapping[str, Mapping[str, int]] | None
+    #: Cell id → its socket, where the host says.
+    sockets: Mapping[int, int] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(cls, driver: Any, tree: Any, nodename: str, usage: HostUsage,
@@ -65,14 +67,18 @@ class DeviceContext:
             allocation = {by_uuid[rp]: dict(row)
                           for rp, row in allocations.items()
                           if rp in by_uuid}
+        host = driver.node_resources(nodename)
+        sockets = {c.cell_id: c.socket for c in (host.cells if host else ())
+                   if c.socket is not None}
         return cls("", requests, units, traits, taken_devices(usage),
-                   allocation)
+                   allocation, sockets)
 
     def choose(self, instance_uuid: str, node0_cell: int | None):
         """:func:`choose_devices` for guest node 0 on ``node0_cell``."""
         return choose_devices(instance_uuid, self.requests, self.units,
                               self.traits, self.taken, node0_cell,
-                              allocation=self.allocation)
+                              allocation=self.allocation,
+                              sockets=self.sockets)
 
     def refused(self, exc: DevicesRefused,
                 allowed: Mapping[int, frozenset[int]] | None):
@@ -106,7 +112,7 @@ def narrow_node0(devices: DeviceContext, request: NUMARequest,
     narrowed = {c.id: (allowed[c.id] if allowed is not None else every)
                 for c in request.cells}
     ok = node0_cells(devices.requests, devices.units, devices.traits,
-                     devices.taken, sorted(narrowed[0]))
+                     devices.taken, sorted(narrowed[0]), devices.sockets)
     if devices.allocation is not None:
         ok = frozenset(c for c in ok if _fits(devices, c))
     if not ok:
