@@ -219,3 +219,64 @@ def test_libvirt_driver_on_fakelibvirt_claims_real_vfs_and_mdevs(
         assert vf in vfs
     finally:
         unregister_host(fake.name)
+
+
+def test_claim_placement_url_keeps_device_allocations_rebuild_keeps_devices(
+        tmp_path, placement, monkeypatch, capsys):
+    """Through the commands: the scheduler's allocation with a VF, a claim
+    that corrects the cell's PCPUs (thread policy isolate) and leaves the
+    VF's allocation as given; a rebuild check keeps the devices; a
+    release frees them."""
+    import yaml
+
+    from test_placement_request import schedule
+
+    from virtdriver import cli
+    from virtdriver.conf.options import make_conf
+    monkeypatch.setenv("VIRTDRIVER_STATE_DIR", str(tmp_path / "cli-state"))
+    spec = dict(SPEC, threads_per_core=2)
+    spec_path = tmp_path / "host.yaml"
+    spec_path.write_text(yaml.safe_dump(spec))
+    conf_path = tmp_path / "virtdriver.conf"
+    conf_path.write_text(
+        "[compute]\ncpu_dedicated_set = 0-15\n[pci]\n"
+        'alias = {"name": "vf", "vendor_id": "8086", "product_id": "154c"}\n')
+    conf = make_conf(config_files=[conf_path])
+    host = Host(tmp_path / "state", FakeDriver(spec, conf=conf))
+    client = placement.client()
+    host.sync(client)
+    specs = {"hw:cpu_policy": "dedicated", "hw:cpu_thread_policy": "isolate",
+             "hw:numa_nodes": "1", "pci_passthrough:alias": "vf:1",
+             "hw:pci_numa_affinity_policy": "required"}
+    uuid = str(uuidlib.uuid4())
+    given = schedule(client, placement_request(
+        Flavor(2, 512, specs), {}, aliases=ALIASES), uuid)
+    pool = host.uuid(f"{NAME}_pci_0000_82_00_0")
+    assert given[pool]["resources"] == {"CUSTOM_PCI_8086_154C": 1}
+    vm = tmp_path / "vm.json"
+    vm.write_text(json.dumps({"uuid": uuid, "flavor": {
+        "vcpus": 2, "memory_mb": 512, "extra_specs": specs}}))
+    options = ["--driver", "fake", "--host-spec", str(spec_path),
+               "--config-file", str(conf_path), "--format", "json"]
+    assert cli.main(["claim", "--instance", str(vm), "--placement-url",
+                     placement.url, *options]) == 0
+    claim = json.loads(capsys.readouterr().out)["claim"]
+    assert claim["devices"][0]["units"] == ["0000:82:10.0"]
+    now = client.request("GET", f"/allocations/{uuid}")["allocations"]
+    assert now[pool]["resources"] == {"CUSTOM_PCI_8086_154C": 1}
+    (cell,) = set(now) - {pool}
+    assert now[cell]["resources"]["PCPU"] == 4      # corrected: 2 cores
+    image = tmp_path / "image.json"
+    image.write_text(json.dumps({"properties": {}}))
+    assert cli.main(["rebuild-check", "--instance", str(vm), "--image",
+                     str(image), "--placement-url", placement.url,
+                     *options]) == 0
+    capsys.readouterr()
+    assert cli.main(["claims", *options]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert listing["nodes"][NAME][uuid]["devices"] == claim["devices"]
+    assert listing["usages"][pool] == {"CUSTOM_PCI_8086_154C": 1}
+    assert cli.main(["release", "--instance", uuid, *options]) == 0
+    capsys.readouterr()
+    assert cli.main(["claims", *options]) == 0
+    assert pool not in json.loads(capsys.readouterr().out)["usages"]
