@@ -116,3 +116,24 @@ def test_claim_and_claims_show_which_instance_holds_which_device(
     capsys.readouterr()
     assert cli.main(["claims", "--format", "json", *host]) == 0
     assert UUID not in json.dumps(json.loads(capsys.readouterr().out))
+
+
+def test_the_fake_hosts_devices_are_providers_under_their_cells(
+        tmp_path, monkeypatch, capsys):
+    """As the libvirt driver publishes them: under the cell of their NUMA
+    node, their traits on them and never on the root or the cells."""
+    host = options(tmp_path, monkeypatch)
+    assert cli.main(["report", "--format", "json", *host]) == 0
+    providers = {p["name"]: p for p in
+                 json.loads(capsys.readouterr().out)["providers"]}
+    gpu, pool = providers["devhost_pci_0000_81_00_0"], \
+        providers["devhost_pci_0000_82_00_0"]
+    assert gpu["parent_provider_uuid"] == providers["devhost_NUMA1"]["uuid"]
+    assert pool["parent_provider_uuid"] == providers["devhost_NUMA0"]["uuid"]
+    assert pool["inventories"]["CUSTOM_PCI_8086_154C"]["total"] == 2
+    assert {"HW_NIC_SRIOV", "CUSTOM_PCI_VENDOR_8086"} <= set(pool["traits"])
+    assert "CUSTOM_PCI_VENDOR_10DE" in gpu["traits"]
+    for name in ("devhost", "devhost_NUMA0", "devhost_NUMA1"):
+        assert not {t for t in providers[name]["traits"]
+                    if t.startswith("CUSTOM_PCI") or t in (
+                        "HW_NIC_SRIOV", "COMPUTE_MANAGED_PCI_DEVICE")}, name

@@ -38,7 +38,9 @@ from virtdriver.drivers.fake_host import (
     FakeHostError, FakeHostSpec, load_spec, spec_from_dict)
 from virtdriver.drivers.host_resources import (
     HostResourceError, HostResources, host_resources)
-from virtdriver.drivers.host_tree import provider_reports, publish_host
+from virtdriver.drivers.device_tree import lift_device_providers
+from virtdriver.drivers.host_tree import (
+    cell_provider_name, provider_reports, publish_host)
 from virtdriver.drivers.identity import root_uuid
 from virtdriver.drivers.device_units import DeviceUnits, device_units
 
@@ -142,7 +144,10 @@ class FakeDriver(ComputeDriver):
         """Traits with evidence, and the description's shape."""
         self.require_node(nodename)
         spec = self._ready()
-        return NodeCapabilities(nodename, self._report(), {
+        report = self._report()
+        if self._devices is not None:  # the node's report answers for them
+            report = self._devices[1].report(report, self._devices[0])
+        return NodeCapabilities(nodename, report, {
             "arch": spec.arch, "numa_cells": spec.cells,
             "cores_per_cell": spec.cores_per_cell,
             "threads_per_core": spec.threads_per_core,
@@ -155,6 +160,10 @@ class FakeDriver(ComputeDriver):
         """Publish the described host (see :mod:`~..host_tree`)."""
         self.require_node(nodename)
         spec = self._ready()
+        if self._devices is not None:
+            lift_device_providers(tree, nodename, {
+                cell_provider_name(nodename, cell)
+                for cell in range(spec.cells)} if self._nested else set())
         publish_host(tree, nodename, host=spec.host_capabilities(),
                      resources=self._resources(), report=self._report(),
                      node_uuid=root_uuid(self.root_uuid_kind, nodename),
@@ -213,10 +222,7 @@ class FakeDriver(ComputeDriver):
             host=spec.host_capabilities(),
             driver_capabilities={**FAKE_CAPABILITIES, **spec.capabilities},
             config=self._config)
-        report = derive_traits(inputs, (*FAKE_FAMILIES, extra))
-        if self._devices is not None:
-            report = self._devices[1].report(report, self._devices[0])
-        return report
+        return derive_traits(inputs, (*FAKE_FAMILIES, extra))
 
 
 def _extra(spec: FakeHostSpec) -> Iterator[TraitResult]:
