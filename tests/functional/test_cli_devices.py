@@ -137,3 +137,21 @@ def test_the_fake_hosts_devices_are_providers_under_their_cells(
         assert not {t for t in providers[name]["traits"]
                     if t.startswith("CUSTOM_PCI") or t in (
                         "HW_NIC_SRIOV", "COMPUTE_MANAGED_PCI_DEVICE")}, name
+
+
+@pytest.mark.parametrize("aliases, alias, words", [
+    (ALIASES, "nic:1", "invalid device request: flavor "
+     "pci_passthrough:alias='nic:1': alias 'nic' is not defined"),
+    ("alias = [1]\n", "gpu:1", "invalid device request: [pci] alias #1 = "
+     "'[1]': not a JSON object"),
+])
+def test_claim_refuses_bad_aliases_in_one_line_exit_2(
+        tmp_path, monkeypatch, capsys, aliases, alias, words):
+    host = options(tmp_path, monkeypatch, aliases)
+    instance = write(tmp_path, "vm.json", {
+        "uuid": UUID, "flavor": flavor({"pci_passthrough:alias": alias}),
+        "image": {"properties": {}}, "allocations": {}})
+    assert cli.main(["claim", "--instance", instance, *host]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("virtdriver: ") and words in err, err
+    assert len(err.strip().splitlines()) <= 2 and "Traceback" not in err

@@ -34,7 +34,7 @@ import os_traits
 
 from virtdriver.capabilities.devices.rules import (
     normalize_resource_class, normalize_traits)
-from virtdriver.claims.model import InvalidRequest, Problem
+from virtdriver.claims.model import ClaimError, InvalidRequest, Problem
 from virtdriver.drivers.host_tree import PAGE_RC_PREFIX
 
 #: NUMA affinity policies (Nova's ``PCINUMAAffinityPolicy``).
@@ -61,6 +61,17 @@ _RESOURCES_KEY = re.compile(r"^resources([a-zA-Z0-9_-]{0,64}):(.+)$")
 _HOST_CLASSES = frozenset({orc.VCPU, orc.PCPU, orc.MEMORY_MB, orc.DISK_GB})
 #: Most devices one alias may ask for (Placement's groups are per device).
 MAX_COUNT = 64
+
+
+class InvalidDeviceRequest(InvalidRequest):
+    """A bad ``[pci] alias`` value, an unknown alias, a bad count or NUMA
+    affinity policy: an :class:`~.model.InvalidRequest` (exit 2) whose
+    message says it is the devices."""
+
+    def __init__(self, problems) -> None:
+        self.problems = tuple(problems)
+        ClaimError.__init__(self, "invalid device request: " + "; ".join(
+            p.message for p in self.problems))
 
 
 @dataclass(frozen=True)
@@ -109,7 +120,8 @@ def parse_aliases(values: Sequence[str]) -> dict[str, PciAlias]:
     """``[pci] alias`` values → alias name → alias.
 
     Raises:
-        InvalidRequest: every bad value, each naming ``[pci] alias #N``.
+        InvalidDeviceRequest: every bad value, each naming ``[pci] alias
+            #N``.
     """
     found: dict[str, PciAlias] = {}
     problems = []
@@ -131,7 +143,7 @@ def parse_aliases(values: Sequence[str]) -> dict[str, PciAlias]:
             continue
         found[alias.name] = alias
     if problems:
-        raise InvalidRequest(problems)
+        raise InvalidDeviceRequest(problems)
     return found
 
 
@@ -196,7 +208,7 @@ def affinity_policy(extra_specs: Mapping[str, Any],
             f"{image} differ; make them agree or drop the image's",
             {FLAVOR_POLICY: flavor, IMAGE_POLICY: image}))
     if problems:
-        raise InvalidRequest(problems)
+        raise InvalidDeviceRequest(problems)
     return flavor or image
 
 
@@ -242,18 +254,18 @@ def _alias_requests(text: str, aliases: Mapping[str, PciAlias],
         name, sep, count = part.partition(":")
         name = name.strip()
         if not sep or not count.strip().isdigit():
-            raise InvalidRequest([Problem(
+            raise InvalidDeviceRequest([Problem(
                 f"flavor {ALIAS_KEY}={text!r}: {part.strip()!r} is not "
                 "NAME:COUNT; write e.g. gpu:1,nic:2", {ALIAS_KEY: text})])
         number = int(count)
         if not 1 <= number <= MAX_COUNT:
-            raise InvalidRequest([Problem(
+            raise InvalidDeviceRequest([Problem(
                 f"flavor {ALIAS_KEY}={text!r}: count {number} of {name!r} "
                 f"is not 1 to {MAX_COUNT}", {ALIAS_KEY: text})])
         alias = aliases.get(name)
         if alias is None:
             known = ", ".join(sorted(aliases)) or "none"
-            raise InvalidRequest([Problem(
+            raise InvalidDeviceRequest([Problem(
                 f"flavor {ALIAS_KEY}={text!r}: alias {name!r} is not "
                 f"defined by [pci] alias (defined: {known}); define it or "
                 "fix the flavor", {ALIAS_KEY: text})])

@@ -38,8 +38,7 @@ def run_placement_request(args: argparse.Namespace, conf=None,
     try:
         aliases = pci_aliases(conf)
     except InvalidRequest as exc:
-        raise CommandError(str(exc).replace(
-            "invalid flavor/image NUMA request: ", "")) from None
+        raise CommandError(str(exc)) from None
     try:
         request = placement_request(flavor, image.properties,
                                     image.disk_format, limit=args.limit,
