@@ -15,15 +15,17 @@ from virtdriver.claims.placement_request import PlacementRequest
 
 def candidate_rows(request: PlacementRequest, body: dict[str, Any]
                    ) -> list[dict[str, Any]]:
-    """Each candidate as ``{"groups": {guest node|"root": provider},
-    "allocations": {provider: {rc: n}}}``."""
+    """Each candidate as ``{"groups": {guest node|device suffix:
+    provider}, "allocations": {provider: {rc: n}}}``."""
     rows = []
     for candidate in body.get("allocation_requests", []):
         mappings = candidate.get("mappings") or {}
         groups = {}
         for group in request.groups:
             if group.suffix and mappings.get(group.suffix):
-                groups[str(group.guest_node)] = mappings[group.suffix][0]
+                key = (group.suffix if group.guest_node is None
+                       else str(group.guest_node))
+                groups[key] = mappings[group.suffix][0]
         rows.append({"groups": groups, "allocations": {
             rp: dict(entry.get("resources", {}))
             for rp, entry in sorted(candidate["allocations"].items())}})
@@ -86,8 +88,9 @@ def render_placement_request(request: PlacementRequest,
         rows = candidate_rows(request, body)
         lines.append(f"{len(rows)} candidate(s)")
         for number, row in enumerate(rows, 1):
-            nodes = ", ".join(f"guest node {n} -> {rp}"
-                              for n, rp in row["groups"].items())
+            nodes = ", ".join(
+                f"device {n} -> {rp}" if n.startswith("_") else
+                f"guest node {n} -> {rp}" for n, rp in row["groups"].items())
             taken = "; ".join(
                 f"{rp}: " + ",".join(f"{rc}:{n}" for rc, n in
                                      sorted(res.items()))

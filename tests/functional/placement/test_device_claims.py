@@ -280,3 +280,28 @@ def test_claim_placement_url_keeps_device_allocations_rebuild_keeps_devices(
     capsys.readouterr()
     assert cli.main(["claims", *options]) == 0
     assert pool not in json.loads(capsys.readouterr().out)["usages"]
+
+
+def test_placement_request_command_shows_where_each_device_landed(
+        tmp_path, placement, host, capsys):
+    """``placement-request --placement-url`` names each device group's
+    provider beside each guest node's cell."""
+    from virtdriver import cli
+    host.sync(placement.client())
+    flavor = tmp_path / "flavor.json"
+    flavor.write_text(json.dumps({"vcpus": 2, "memory_mb": 512,
+                                  "extra_specs": {
+                                      "hw:numa_nodes": "1",
+                                      "resources:VGPU": "1",
+                                      "hw:pci_numa_affinity_policy":
+                                          "required"}}))
+    image = tmp_path / "image.json"
+    image.write_text(json.dumps({"properties": {}}))
+    assert cli.main(["placement-request", "--flavor", str(flavor),
+                     "--image", str(image), "--placement-url",
+                     placement.url]) == 0
+    out = capsys.readouterr().out
+    mdev = host.uuid(f"{NAME}_pci_0000_84_00_0")
+    cell1 = host.uuid(f"{NAME}_NUMA1")
+    assert "1 candidate(s)" in out
+    assert f"1. guest node 0 -> {cell1}, device _DEV1 -> {mdev}" in out
