@@ -264,6 +264,8 @@ def check_agreement(client, tmp, spec, existing, flavor) -> None:
             continue
         accepted += 1
         TALLY["candidate accepted"] += 1
+        if request.devices:
+            TALLY["  accepted with devices"] += 1
         tracker.release(vm.uuid)
     if accepted:
         assert room, "a candidate was claimed where the claim found no room"
