@@ -149,3 +149,19 @@ def test_affinity_rules(policy, device_cell, node0, ok):
 def test_socket_policy_follows_the_sockets_given():
     assert allows("socket", 1, 0, {0: 0, 1: 0})
     assert not allows("socket", 1, 0, {0: 0, 1: 1})
+
+
+def test_a_rebuild_that_changes_the_device_policy_is_refused():
+    from virtdriver.claims.model import Instance
+    from virtdriver.claims.rebuild import NUMA, rebuild_conflicts
+    vm = Instance("i", Flavor(2, 512, {"pci_passthrough:alias": "gpu:1"}),
+                  {"hw_pci_numa_affinity_policy": "legacy"})
+    assert rebuild_conflicts(vm, {"hw_pci_numa_affinity_policy": "legacy",
+                                  "os_distro": "debian"}, {}) == []
+    (conflict,) = rebuild_conflicts(
+        vm, {"hw_pci_numa_affinity_policy": "required"}, {})
+    assert conflict.kind == NUMA
+    assert "legacy → required" in conflict.message
+    plain = Instance("j", Flavor(2, 512, {}), {})
+    assert rebuild_conflicts(
+        plain, {"hw_pci_numa_affinity_policy": "required"}, {}) == []

@@ -212,6 +212,19 @@ def affinity_policy(extra_specs: Mapping[str, Any],
     return flavor or image
 
 
+def asks_devices(extra_specs: Mapping[str, Any]) -> bool:
+    """Whether the flavor asks for any device (an alias or a device
+    class's ``resources`` key)."""
+    if ALIAS_KEY in extra_specs:
+        return True
+    for key in extra_specs:
+        match = _RESOURCES_KEY.match(key)
+        if match and match.group(2) not in _HOST_CLASSES \
+                and not match.group(2).startswith(PAGE_RC_PREFIX):
+            return True
+    return False
+
+
 def device_requests(extra_specs: Mapping[str, Any],
                     image_properties: Mapping[str, Any],
                     aliases: Mapping[str, PciAlias] | None = None
