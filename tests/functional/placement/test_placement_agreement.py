@@ -65,10 +65,15 @@ def host_specs():
         "memory_mb_per_cell": st.sampled_from([4096, 8192]),
         "pages_per_cell": st.sampled_from([{2048: 1024}, {}, {2048: 512}]),
         "dedicated": st.sampled_from(["half", "all", "none"]),
-        "devices": st.lists(st.tuples(
-            st.sampled_from(["pci", "pf", "mdev"]),
-            st.sampled_from([0, 1, None]), st.integers(1, 3)),
-            min_size=1, max_size=4),
+        # One device of each kind (on a drawn cell, or none), then up to
+        # two more of any kind: a flavor's devices often exist somewhere.
+        "devices": st.tuples(*(st.tuples(
+            st.just(kind), st.sampled_from([0, 1, None]),
+            st.integers(1, 3)) for kind in ("pci", "pf", "mdev"))).map(
+                list).flatmap(lambda first: st.lists(st.tuples(
+                    st.sampled_from(["pci", "pf", "mdev"]),
+                    st.sampled_from([0, 1, None]), st.integers(1, 3)),
+                    max_size=2).map(lambda more: first + more)),
     })
 
 
