@@ -57,6 +57,7 @@ from types import MappingProxyType
 import os_resource_classes as orc
 
 from virtdriver.drivers.host_tree import PAGE_RC_PREFIX
+from virtdriver.placement.memory_upgrade import doubled_memory, undouble
 from virtdriver.placement.plan import same_inventory
 from virtdriver.providers.inventory import Inventory
 from virtdriver.providers.record import ProviderData
@@ -260,47 +261,6 @@ def _lost(current: Mapping[str, ProviderNow],
         if lost:
             found[uuid] = tuple(lost)
     return found
-
-
-def doubled_memory(current: Mapping[str, ProviderNow]
-                   ) -> dict[str, frozenset[str]]:
-    """Provider → the consumers holding the same memory twice there: huge
-    pages and, beside them, ``MEMORY_MB`` for the memory those pages hold
-    — what an instance on huge pages was allocated before a cell's
-    ``MEMORY_MB`` became its small-page memory only."""
-    found = {}
-    for uuid, provider in current.items():
-        twice = frozenset(c for c, used in provider.allocations.items()
-                          if _doubled_mb(used))
-        if twice:
-            found[uuid] = twice
-    return found
-
-
-def undouble(allocations: Allocations) -> Allocations:
-    """``allocations`` without the ``MEMORY_MB`` that only repeats the
-    memory of huge pages held on the same provider (the upgrade of
-    :func:`doubled_memory`'s consumers); others unchanged."""
-    new = {}
-    for rp, used in allocations.items():
-        doubled = _doubled_mb(used)
-        res = dict(used)
-        if doubled:
-            res[orc.MEMORY_MB] -= doubled
-        new[rp] = {rc: n for rc, n in res.items() if n}
-    return _frozen(new)
-
-
-def _doubled_mb(used: Mapping[str, int]) -> int:
-    """MiB of ``MEMORY_MB`` in ``used`` that its huge pages repeat."""
-    memory = used.get(orc.MEMORY_MB, 0)
-    if not memory:
-        return 0
-    huge = sum(amount * int(rc[len(PAGE_RC_PREFIX):]) // 1024
-               for rc, amount in used.items()
-               if rc.startswith(PAGE_RC_PREFIX)
-               and rc[len(PAGE_RC_PREFIX):].isdigit())
-    return min(memory, huge)
 
 
 def moving_consumers(current: Mapping[str, ProviderNow],
