@@ -38,7 +38,6 @@ _CASE = {LEGACY: DEVICE_LEGACY, SOCKET: DEVICE_SOCKET,
 class DeviceContext:
     """What a claim's device choice needs, read once."""
 
-    instance_uuid: str
     requests: tuple[DeviceRequest, ...]
     units: Mapping[str, DeviceUnits]
     traits: Mapping[str, frozenset[str]]
@@ -70,7 +69,7 @@ class DeviceContext:
         host = driver.node_resources(nodename)
         sockets = {c.cell_id: c.socket for c in (host.cells if host else ())
                    if c.socket is not None}
-        return cls("", requests, units, traits, taken_devices(usage),
+        return cls(requests, units, traits, taken_devices(usage),
                    allocation, sockets)
 
     def choose(self, instance_uuid: str, node0_cell: int | None):
