@@ -115,12 +115,14 @@ def narrow_node0(devices: DeviceContext, request: NUMARequest,
     if devices.allocation is not None:
         ok = frozenset(c for c in ok if _fits(devices, c))
     if not ok:
-        first = min(narrowed[0]) if narrowed[0] else None
-        try:
-            devices.choose(instance_uuid, first)
-        except DevicesRefused as exc:
-            raise devices.refused(exc, allowed) from None
-        raise devices.refused(DevicesRefused(instance_uuid, [
+        reasons = []
+        for cell in sorted(narrowed[0]):
+            try:
+                devices.choose(instance_uuid, cell)
+            except DevicesRefused as exc:
+                reasons.extend(f"guest node 0 on cell {cell}: {r}"
+                               for r in exc.reasons)
+        raise devices.refused(DevicesRefused(instance_uuid, reasons or [
             "no cell guest node 0 may take has the devices asked"]),
             allowed)
     narrowed[0] = ok
