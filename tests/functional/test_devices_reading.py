@@ -224,11 +224,14 @@ def test_the_driver_reads_devices_once_per_update(fakelibvirt):
         driver.init_host("node")
         (conn,) = host.connections()
         assert conn.calls("listAllDevices") == 1  # the first reading
+        # Where libvirt sends node-device events, an update reads again
+        # only after one (drivers/libvirt/device_watch.py).
+        events = hasattr(conn, "nodeDeviceEventRegisterAny")
         for update in (1, 2, 3):
             driver.update_provider_tree(ProviderTree(), "node")
-            assert conn.calls("listAllDevices") == update
+            assert conn.calls("listAllDevices") == (1 if events else update)
         driver.node_capabilities("node")  # not an update: no re-read
-        assert conn.calls("listAllDevices") == 3
+        assert conn.calls("listAllDevices") == (1 if events else 3)
         facts = driver.node_capabilities("node").facts["devices"]
         assert facts == {"known": True, "source": "fake:///devices1",
                          "pci_functions": 4, "mdev_parents": 1, "mdevs": 1,

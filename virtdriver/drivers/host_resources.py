@@ -97,6 +97,9 @@ class CellResources:
             from this cell.
         small_pages: the smallest page size, if libvirt lists pages.
         huge_pages: every larger page size, by size in KiB.
+        socket: the socket every CPU of the cell is on (``None``: libvirt
+            did not say, or they differ); a device's ``socket`` NUMA
+            policy compares it.
     """
 
     cell_id: int
@@ -107,6 +110,7 @@ class CellResources:
     reserved_memory_mb: int
     small_pages: PagePool | None
     huge_pages: Mapping[int, PagePool]
+    socket: int | None = None
 
     @property
     def memory_mb(self) -> int | None:
@@ -212,7 +216,13 @@ def _cell(cell: NUMACell, pcpus: frozenset[int], vcpus: frozenset[int],
                          else cell.memory_kib // 1024),
         reserved_memory_mb=reserved_mb,
         small_pages=pools[0] if pools else None,
-        huge_pages=MappingProxyType({p.size_kib: p for p in pools[1:]}))
+        huge_pages=MappingProxyType({p.size_kib: p for p in pools[1:]}),
+        socket=_socket(cell))
+
+
+def _socket(cell: NUMACell) -> int | None:
+    sockets = {cpu.socket_id for cpu in cell.cpus}
+    return sockets.pop() if len(sockets) == 1 else None
 
 
 def _cpus(cpus: frozenset[int]) -> tuple[str, str, str]:

@@ -308,7 +308,8 @@ class Reshaper:
                 item = listed[uuid]
                 known[uuid] = self.owned_for(uuid) is not None or (
                     item.parent_uuid in listed
-                    and is_derived_child(uuid, item.name, item.parent_uuid)
+                    and is_derived_child(uuid, item.name, item.parent_uuid,
+                                         item.root_uuid)
                     and ours(item.parent_uuid))
             return known[uuid]
 

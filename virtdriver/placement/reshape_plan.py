@@ -30,6 +30,11 @@ Where a moving consumer now belongs:
   or moves to the one provider of the tree that will offer it (flat mode:
   the root).  When no provider or several would (two NUMA cells), its
   destination is not known.
+* **Nowhere**: a provider gone from the tree whose allocated classes no
+  provider of the tree offers (a device that vanished, seen by a sync
+  whose tracker could not keep it) is left out of the reshape — its
+  allocations stay on it, the deletions keep it while they last — rather
+  than holding the whole tree.
 
 * **The driver's word**, when the driver reshaped (it raised
   ``ReshapeNeeded`` and moved the allocations it was given,
@@ -298,6 +303,13 @@ def plan_reshape(current: Current, desired: Iterable[ProviderData],
     wanted = {p.uuid: p for p in desired}
     providers = current.providers
     lost = in_use(providers, wanted)
+    stranded = _stranded(lost, wanted)
+    if stranded:
+        # Nothing can take what is allocated on them: they stay as they
+        # are (the deletions keep them while allocated), and consumers'
+        # allocations there are kept as they are.
+        providers = {u: p for u, p in providers.items() if u not in stranded}
+        lost = {u: c for u, c in lost.items() if u not in stranded}
     tree = set(providers) | set(wanted)
     given = {c: a for c, a in (given or {}).items()
              if any(c in p.allocations for p in providers.values())}
@@ -345,6 +357,17 @@ def plan_reshape(current: Current, desired: Iterable[ProviderData],
                        MappingProxyType(names))
     return _plan(providers, wanted, lost, moves, current.consumers, names,
                  consumer_types)
+
+
+def _stranded(lost: Mapping[str, tuple[str, ...]],
+              wanted: Mapping[str, ProviderData]) -> set[str]:
+    """Providers gone from the tree whose allocated classes no provider
+    of the tree will offer (a device that vanished): no reshape can move
+    those allocations anywhere."""
+    offered = {rc for provider in wanted.values()
+               for rc in provider.inventory}
+    return {uuid for uuid, classes in lost.items()
+            if uuid not in wanted and not offered.intersection(classes)}
 
 
 def _plan(providers: Mapping[str, ProviderNow],
