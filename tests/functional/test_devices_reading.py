@@ -217,16 +217,24 @@ def test_unchanged_documents_are_not_parsed_again(fakelibvirt, conn):
     assert len(cache) == 7
 
 
-def test_the_driver_reads_devices_once_per_update(fakelibvirt):
+@pytest.mark.parametrize("events", [False, True],
+                         ids=["no node-device events", "events heard"])
+def test_the_driver_reads_devices_once_per_update(fakelibvirt, request,
+                                                  events):
+    # Where the connection delivers node-device events (an event loop
+    # runs, as with real libvirt), an update reads again only after one
+    # (drivers/libvirt/device_watch.py); where the registration is
+    # refused, every update reads.
+    if events:
+        request.getfixturevalue("fakelibvirt_event_loop")
+    else:
+        fakelibvirt.fail("nodeDeviceEventRegisterAny", repeat=True)
     host = fakelibvirt.register_host("devices1", documents())
     try:
         driver = LibvirtDriver(uri="fake:///devices1", disk_gb=None)
         driver.init_host("node")
         (conn,) = host.connections()
         assert conn.calls("listAllDevices") == 1  # the first reading
-        # Where libvirt sends node-device events, an update reads again
-        # only after one (drivers/libvirt/device_watch.py).
-        events = hasattr(conn, "nodeDeviceEventRegisterAny")
         for update in (1, 2, 3):
             driver.update_provider_tree(ProviderTree(), "node")
             assert conn.calls("listAllDevices") == (1 if events else update)
