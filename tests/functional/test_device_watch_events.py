@@ -1,7 +1,7 @@
 """The libvirt driver reads node devices again only on libvirt's
-node-device events (fakelibvirt sends them where it has a node-device
-table): steady updates list nothing, a hot-unplug is seen at the next
-update."""
+node-device events (fakelibvirt delivers them through its default event
+loop, run here as a libvirt program runs libvirt's): steady updates list
+nothing, a hot-unplug is seen at the next update once its event came."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ GPU = "cmp1_pci_0000_84_00_0"
 
 
 @pytest.fixture
-def host(fakelibvirt, tmp_path):
+def host(fakelibvirt, fakelibvirt_event_loop, tmp_path):
     if not hasattr(fakelibvirt.virConnect, "nodeDeviceEventRegisterAny"):
         pytest.skip("this fakelibvirt sends no node-device events")
     conf = tmp_path / "virtdriver.conf"
@@ -31,7 +31,7 @@ def host(fakelibvirt, tmp_path):
                            disk_gb=None, device_usage=lambda uuid: {})
     driver.init_host("cmp1")
     tracker = ResourceTracker(driver, state_dir=tmp_path / "state")
-    yield fake, tracker
+    yield fake, tracker, fakelibvirt_event_loop
     driver.cleanup_host("cmp1")
     unregister_host(fake.name)
 
@@ -41,7 +41,7 @@ def listings(fakelibvirt):
 
 
 def test_steady_updates_list_no_device(host, fakelibvirt):
-    fake, tracker = host
+    fake, tracker, _ = host
     tracker.update_all()
     tracker.update_all()  # the first one after init_host's reading
     before = listings(fakelibvirt)
@@ -52,11 +52,12 @@ def test_steady_updates_list_no_device(host, fakelibvirt):
 
 
 def test_a_hot_unplug_is_read_at_the_next_update(host, fakelibvirt):
-    fake, tracker = host
+    fake, tracker, drain = host
     tracker.update_all()
     tracker.update_all()
     before = listings(fakelibvirt)
     set_devices(fake, sriov_nic("0000:3b:00.0", 2))  # the GPU is pulled
+    assert drain()       # its events reached the driver
     tracker.update_all()
     assert listings(fakelibvirt) == before + 1
     assert not tracker.tree.exists(GPU)
@@ -66,7 +67,8 @@ def test_a_hot_unplug_is_read_at_the_next_update(host, fakelibvirt):
 
 def test_a_change_between_init_and_the_first_update_is_seen(host,
                                                             fakelibvirt):
-    fake, tracker = host
+    fake, tracker, drain = host
     set_devices(fake, sriov_nic("0000:3b:00.0", 2))  # before any update
+    assert drain()
     tracker.update_all()
     assert not tracker.tree.exists(GPU)

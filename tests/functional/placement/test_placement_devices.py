@@ -37,7 +37,9 @@ def devices(accelerator=(0x15b3, 0x101b)):
 
 
 @pytest.fixture
-def device_host(tmp_path, client, fakelibvirt):
+def device_host(tmp_path, client, fakelibvirt, fakelibvirt_event_loop):
+    # The driver hears node-device events through fakelibvirt's event loop,
+    # run as an agent runs libvirt's; a swap waits for their delivery.
     path = tmp_path / "virtdriver.conf"
     path.write_text(CONF)
     fake = register_host("placementdevs", host_documents(
@@ -47,12 +49,15 @@ def device_host(tmp_path, client, fakelibvirt):
                            device_usage=provider_usage(client))
     host = Host(tmp_path / "state", driver)
     host.fake = fake
+    host.drain = fakelibvirt_event_loop
     yield host
     unregister_host(fake.name)
 
 
 def swap(host, node_devices):
+    """A hot-plug: the devices change, their events reach the driver."""
     set_devices(host.fake, node_devices)
+    assert host.drain()
 
 
 def cycle(host, client):
@@ -181,7 +186,7 @@ def test_an_upgrade_from_root_level_inventory_is_reshaped(
 
 
 def test_the_agent_keeps_an_allocated_vanished_device_reserved(
-        tmp_path, placement, api, fakelibvirt):
+        tmp_path, placement, api, fakelibvirt, fakelibvirt_event_loop):
     from virtdriver import agent as agent_lib
 
     path = tmp_path / "agent.conf"
@@ -202,7 +207,8 @@ def test_the_agent_keeps_an_allocated_vanished_device_reserved(
         gpu_uuid = agent._state.tracker.tree.record(
             "cmp1_pci_0000_84_00_0").uuid
         consumer = api.allocate(gpu_uuid, {orc.VGPU: 1})
-        swap(SimpleNamespace(fake=fake), devices()[1:])
+        swap(SimpleNamespace(fake=fake, drain=fakelibvirt_event_loop),
+             devices()[1:])
         assert agent.cycle().status == agent_lib.OK, lines
         inventory = api.inventories(gpu_uuid)[orc.VGPU]
         assert inventory["reserved"] == inventory["total"] == 16
