@@ -171,6 +171,23 @@ def no_libvirt_error_left_over():
     yield
 
 
+@pytest.fixture(scope="module", autouse=True)
+def no_fake_event_loop_left_registered():
+    """fakelibvirt's default event loop stays registered once a test
+    registers it (as libvirt's does for a process), yet no thread runs it
+    after that module: node-device callbacks a later module's driver then
+    registers would be accepted and never called.  Each module starts as
+    a fresh process would, with no loop registered and nothing queued
+    (a module may run one loop for all its tests)."""
+    yield
+    event_loop = sys.modules.get("virtdriver.fakelibvirt.event_loop")
+    if event_loop is not None:
+        event_loop.reset()
+        with event_loop._cond:
+            event_loop._registered = False
+            event_loop._woken = False
+
+
 @pytest.fixture(scope="session")
 def in_ci() -> bool:
     """Whether this runs under CI (CI=true), where nothing may be skipped

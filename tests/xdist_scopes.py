@@ -34,11 +34,12 @@ FIXTURE_UNITS = {"embed_uri": "embed", "reading": "embed",
 #: matters: refresh it when ``.ci/run``'s slowest tests change.
 SECONDS = {
     "postgres": 23,
-    "embed": 20,
+    "embed": 32,
     "tests/functional/test_docs_commands.py": 23,
     "tests/functional/placement/test_placement_cli.py": 15,
     "tests/functional/placement/test_placement_faults.py": 13,
-    "tests/functional/placement/test_placement_agreement.py": 11,
+    "tests/functional/placement/test_placement_devices.py": 12,
+    "tests/functional/placement/test_placement_agreement.py": 22,
     "tests/functional/placement/test_placement_ironic.py": 11,
     "tests/functional/placement/test_placement_rebuild.py": 8,
     "tests/functional/placement/test_placement_conflicts.py": 6,
@@ -58,6 +59,7 @@ SECONDS = {
     "tests/functional/placement/test_rebuild_disk_format.py": 3,
     "tests/functional/placement/test_marking_aggregate_cli.py": 6,
     "tests/functional/test_nova_contract.py": 4,
+    "tests/functional/placement/test_device_claims.py": 4,
 }
 #: A unit not in :data:`SECONDS`: this much per test (the mean of the rest).
 SECONDS_PER_TEST = 0.08

@@ -45,6 +45,7 @@ from virtdriver.placement.reshape import ClaimsPlacement, DriverPlacement
 from virtdriver.placement.result import SyncResult
 from virtdriver.placement.state import known_roots
 from virtdriver.placement.sync import Syncer
+from virtdriver.placement.usages import provider_usage
 from virtdriver.render.sync import summary
 from virtdriver.resource_tracker.results import UpdateAllError
 from virtdriver.resource_tracker.tracker import LOCK_FILE, ResourceTracker
@@ -294,7 +295,13 @@ class _State:
                 driver_name=setup.driver_name,
                 provider_config=setup.provider_config)
             self.owned = TrackerOwnership(self.tracker)
-            self.syncer = Syncer(setup.connect(), setup.directory)
+            client = setup.connect()
+            self.syncer = Syncer(client, setup.directory)
+            # A device provider whose device is gone stays while Placement
+            # says it is allocated (docs/devices.md).
+            use = getattr(self.driver, "use_device_usage", None)
+            if use is not None:
+                use(provider_usage(client))
             # A driver's reshape reads the allocations from Placement.
             self.tracker.allocations = PlacementAllocations(
                 lambda: self.syncer.client)

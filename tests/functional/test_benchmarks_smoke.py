@@ -19,7 +19,8 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("name", ["tracker", "provider_tree", "parse",
-                                  "devices_parse"])
+                                  "devices_parse", "devices",
+                                  "device_candidates"])
 def test_a_smoke_run_writes_its_report_and_goals(tmp_path, name):
     if name == "parse" and not CORPUS.is_dir():
         pytest.skip(MISSING)  # bench_parse times the corpus

@@ -279,7 +279,7 @@ def test_state_files_are_written_0600_under_umask_000(tmp_path):
 
     assert {p.name: mode(p) for p in state.iterdir()} == {
         "ledger-fake.json": 0o600, "provider-config-fake.json": 0o600,
-        LOCK_FILE: 0o600}
+        "ledger.key": 0o600, LOCK_FILE: 0o600}
 
 
 def test_the_sync_state_is_not_read_through_a_link(tmp_path, victim):

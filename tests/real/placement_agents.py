@@ -49,6 +49,7 @@ from virtdriver.placement.client import PlacementClient  # noqa: E402
 from virtdriver.placement.errors import (  # noqa: E402
     GenerationConflict, PlacementServerError, PlacementUnreachable,
     ProviderNotFound)
+from virtdriver.resource_tracker.node_root import TRACKER_TRAITS  # noqa: E402
 
 #: The agents' owned traits the writer takes away: on every node, and
 #: on every third (its inspection data names both).
@@ -223,7 +224,11 @@ def agent(url: str, inventory: str, state_dir: str, cycles: int,
             "inventories": {rc: rec.as_dict()
                             for rc, rec in provider.inventory.items()},
             "traits": sorted(provider.traits),
-            "owned": sorted(ownership.static),
+            # The tracker's own on roots (COMPUTE_NODE), besides the
+            # driver's.
+            "owned": sorted(ownership.static | (
+                TRACKER_TRAITS if provider.parent_uuid is None
+                else frozenset())),
             "owned_prefixes": list(ownership.prefixes)}
     emit("report", cycles=done, nodes=nodes, **client.failure_report())
 

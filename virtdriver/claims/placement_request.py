@@ -19,6 +19,15 @@ traits.  The request (rules and microversions in ``docs/claims.md``):
   node: ``group_policy=isolate``, every node on a cell of its own.
 * **Without one**, the flavor's ``VCPU`` and ``MEMORY_MB`` float in the
   unnumbered group.
+* **Devices** (:mod:`~.device_request`): each request a group of its
+  own, suffix ``_DEV1``, ``_DEV2``…, with its class, count and traits.
+  With a NUMA topology and policy ``required`` the group shares a subtree
+  with guest node 0's group (``same_subtree=1,_DEV1``, microversion 1.36:
+  the device provider is a child of that node's cell); ``legacy``,
+  ``preferred`` and ``socket`` cannot be said exactly (an "or", a
+  preference, a socket Placement has no provider for): the group floats
+  and the claim checks (:data:`DEVICE_LEGACY`, :data:`DEVICE_PREFERRED`,
+  :data:`DEVICE_SOCKET`).  Without a NUMA topology devices float.
 * ``DISK_GB`` (root + ephemeral + swap) is in the unnumbered group;
   every other required or forbidden trait is on the root
   (``root_required``), where the drivers put them.
@@ -39,6 +48,9 @@ import os_traits
 
 from virtdriver.capabilities.traits.cpu_features import FAMILY as CPU_FEATURES
 from virtdriver.claims.constraints import numa_constraints
+from virtdriver.claims.device_request import (
+    LEGACY, PREFERRED, REQUIRED, SOCKET, DeviceRequest, PciAlias,
+    device_requests)
 from virtdriver.claims.extra_specs import flavor_traits
 from virtdriver.claims.image_traits import image_traits_or_raise
 from virtdriver.claims.model import (
@@ -50,6 +62,9 @@ from virtdriver.drivers.host_tree import page_resource_class
 #: newest feature used; granular groups and ``group_policy`` are 1.25,
 #: nested candidates 1.29, group ``mappings`` in the answer 1.34).
 MICROVERSION = "1.35"
+#: With a device group that must share its guest node's cell
+#: (``same_subtree``, 1.36).
+SAME_SUBTREE_MICROVERSION = "1.36"
 
 #: Cases the tree cannot express (``Unexpressed.case``).
 THREAD_SIBLINGS_ISOLATE = "thread-policy-isolate"
@@ -57,8 +72,15 @@ THREAD_SIBLINGS_REQUIRE = "thread-policy-require"
 REALTIME_MASK = "realtime-mask"
 PAGE_SIZE_CHOICE = "page-size-choice"
 FLOATING_SPLIT = "floating-instance"
+DEVICE_LEGACY = "device-numa-legacy"
+DEVICE_PREFERRED = "device-numa-preferred"
+DEVICE_SOCKET = "device-numa-socket"
+DEVICES_ISOLATED = "devices-isolated"
 CASES = (THREAD_SIBLINGS_ISOLATE, THREAD_SIBLINGS_REQUIRE, REALTIME_MASK,
-         PAGE_SIZE_CHOICE, FLOATING_SPLIT)
+         PAGE_SIZE_CHOICE, FLOATING_SPLIT, DEVICE_LEGACY, DEVICE_PREFERRED,
+         DEVICE_SOCKET, DEVICES_ISOLATED)
+#: The prefix of a device group's suffix (``_DEV1``).
+DEVICE_SUFFIX = "_DEV"
 #: The page size (KiB) that means small pages when named as a number: the
 #: base page of x86 and most hosts, which no page class offers.
 SMALL_PAGE_KIB = 4
@@ -99,6 +121,7 @@ class RequestGroup:
     required: frozenset[str] = frozenset()
     forbidden: frozenset[str] = frozenset()
     guest_node: int | None = None
+    device: DeviceRequest | None = None
 
     def params(self) -> list[tuple[str, str]]:
         """Its query parameters (none when it asks for nothing)."""
@@ -113,10 +136,13 @@ class RequestGroup:
 
     def to_json(self) -> dict[str, Any]:
         """The group as JSON."""
-        return {"suffix": self.suffix, "guest_node": self.guest_node,
-                "resources": dict(sorted(self.resources.items())),
-                "required": sorted(self.required),
-                "forbidden": sorted(self.forbidden)}
+        found = {"suffix": self.suffix, "guest_node": self.guest_node,
+                 "resources": dict(sorted(self.resources.items())),
+                 "required": sorted(self.required),
+                 "forbidden": sorted(self.forbidden)}
+        if self.device is not None:
+            found["device"] = self.device.to_json()
+        return found
 
 
 @dataclass(frozen=True)
@@ -130,8 +156,8 @@ class PlacementRequest:
             else ``None`` (not sent).
         root_required: traits the compute node (root) must have.
         root_forbidden: traits it must not have.
-        same_subtree: groups of suffixes that must share a subtree
-            (empty for this tree's shape: see ``docs/claims.md``).
+        same_subtree: groups of suffixes that must share a subtree (a
+            ``required`` device and its guest node's cell).
         numa: the NUMA request the groups were made from (``None``: the
             instance floats).
         unexpressed: what the request leaves to the claim.
@@ -171,6 +197,11 @@ class PlacementRequest:
         """The numbered group of ``guest_node``."""
         return next(g for g in self.groups if g.guest_node == guest_node)
 
+    @property
+    def devices(self) -> tuple[DeviceRequest, ...]:
+        """The device requests, in group order."""
+        return tuple(g.device for g in self.groups if g.device is not None)
+
     def to_json(self) -> dict[str, Any]:
         """Everything, with the query string and the microversion."""
         return {"microversion": self.microversion,
@@ -184,15 +215,20 @@ class PlacementRequest:
 
 
 def placement_request(flavor: Flavor, image_properties: Mapping[str, Any],
-                      disk_format: Any = None, *, limit: int | None = None
+                      disk_format: Any = None, *, limit: int | None = None,
+                      aliases: Mapping[str, PciAlias] | None = None
                       ) -> PlacementRequest:
-    """The request a scheduler sends for ``flavor`` with this image.
+    """The request a scheduler sends for ``flavor`` with this image;
+    ``aliases`` are ``[pci] alias``'s (:func:`~.device_request.
+    parse_aliases`).
 
     Raises:
-        InvalidRequest: the flavor and image NUMA settings are invalid.
+        InvalidRequest: the flavor and image NUMA or device settings are
+            invalid (an unknown alias among them).
         InvalidImage: an image property names no trait.
     """
     numa = numa_constraints(flavor, image_properties)
+    devices = device_requests(flavor.extra_specs, image_properties, aliases)
     image = image_traits_or_raise(image_properties, disk_format)
     flavor_required, flavor_forbidden = flavor_traits(flavor.extra_specs)
     required = set(image.required | flavor_required)
@@ -203,26 +239,77 @@ def placement_request(flavor: Flavor, image_properties: Mapping[str, Any],
     if flavor.disk_gb:
         root[orc.DISK_GB] = flavor.disk_gb
     if numa is None:
-        unnumbered = RequestGroup("", {**root, orc.VCPU: flavor.vcpus,
-                                       orc.MEMORY_MB: flavor.memory_mb},
-                                  frozenset(cpu_required),
-                                  frozenset(cpu_forbidden))
-        return PlacementRequest(
-            (unnumbered,), None,
-            frozenset(required - cpu_required),
-            frozenset(forbidden - cpu_forbidden), numa=None,
-            unexpressed=unexpressed(None), limit=limit)
-    groups = [RequestGroup("", root)]
-    for cell in numa.cells:
-        groups.append(RequestGroup(
-            str(cell.id + 1), node_resources(numa, cell),
-            frozenset({os_traits.HW_NUMA_ROOT, *cpu_required}),
-            frozenset(cpu_forbidden), cell.id))
+        groups = [RequestGroup("", {**root, orc.VCPU: flavor.vcpus,
+                                    orc.MEMORY_MB: flavor.memory_mb},
+                               frozenset(cpu_required),
+                               frozenset(cpu_forbidden))]
+    else:
+        groups = [RequestGroup("", root)]
+        for cell in numa.cells:
+            groups.append(RequestGroup(
+                str(cell.id + 1), node_resources(numa, cell),
+                frozenset({os_traits.HW_NUMA_ROOT, *cpu_required}),
+                frozenset(cpu_forbidden), cell.id))
+    groups.extend(device_groups(devices))
+    numbered = sum(1 for g in groups if g.suffix)
+    policy = None
+    if numbered > 1:
+        policy = "isolate" if numa is not None and len(numa.cells) > 1 \
+            else "none"
+    subtree = tuple(("1", g.suffix) for g in groups if g.device is not None
+                    and numa is not None and g.device.policy == REQUIRED)
     return PlacementRequest(
-        tuple(groups), "isolate" if len(numa.cells) > 1 else None,
+        tuple(groups), policy,
         frozenset(required - cpu_required),
-        frozenset(forbidden - cpu_forbidden), numa=numa,
-        unexpressed=unexpressed(numa), limit=limit)
+        frozenset(forbidden - cpu_forbidden), subtree, numa=numa,
+        unexpressed=unexpressed(numa) + device_unexpressed(
+            numa, devices, policy), limit=limit,
+        microversion=SAME_SUBTREE_MICROVERSION if subtree else MICROVERSION)
+
+
+def device_groups(devices: tuple[DeviceRequest, ...]
+                  ) -> list[RequestGroup]:
+    """One group per device request, ``_DEV1``, ``_DEV2``…"""
+    return [RequestGroup(f"{DEVICE_SUFFIX}{n}", {d.resource_class: d.count},
+                         d.required, d.forbidden, None, d)
+            for n, d in enumerate(devices, 1)]
+
+
+def device_unexpressed(numa: NUMARequest | None,
+                       devices: tuple[DeviceRequest, ...],
+                       group_policy: str | None) -> tuple[Unexpressed, ...]:
+    """What the device groups leave to the claim."""
+    if not devices or numa is None:
+        return ()
+    found = []
+    policies = {d.policy for d in devices}
+    if LEGACY in policies:
+        found.append(Unexpressed(
+            DEVICE_LEGACY,
+            "device NUMA policy legacy: 'on guest node 0's cell, or on no "
+            "cell' is an 'or' Placement cannot ask; the device floats and "
+            "the claim refuses one on another cell"))
+    if PREFERRED in policies:
+        found.append(Unexpressed(
+            DEVICE_PREFERRED,
+            "device NUMA policy preferred: Placement does not rank "
+            "candidates; the device floats and the claim takes it wherever "
+            "the allocation puts it"))
+    if SOCKET in policies:
+        found.append(Unexpressed(
+            DEVICE_SOCKET,
+            "device NUMA policy socket: Placement has no socket providers; "
+            "the device floats and the claim refuses one whose cell is on "
+            "another socket than guest node 0's (or on no cell)"))
+    classes = [d.resource_class for d in devices]
+    if group_policy == "isolate" and len(set(classes)) < len(classes):
+        found.append(Unexpressed(
+            DEVICES_ISOLATED,
+            "several devices of one class with group_policy=isolate: "
+            "Placement takes each from a provider of its own; the claim "
+            "may take two from one pool, so a host whose free devices sit "
+            "on fewer providers gets no candidate though it fits"))
+    return tuple(found)
 
 
 def node_resources(numa: NUMARequest, cell: CellRequest) -> dict[str, int]:

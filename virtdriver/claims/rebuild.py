@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from virtdriver.claims.device_request import affinity_policy, asks_devices
 from virtdriver.claims.constraints import numa_constraints
 from virtdriver.claims.consumption import consumption
 from virtdriver.claims.extra_specs import cpus_text, flavor_traits
@@ -148,6 +149,7 @@ def rebuild_conflicts(instance: Instance,
     if old is not _BAD and new is not _BAD:
         conflicts.extend(_numa_conflicts(old, new))
         conflicts.extend(_resource_conflicts(flavor, old, new))
+        conflicts.extend(_device_policy(flavor, old_props, new_props))
     conflicts.extend(_trait_conflicts(instance, old_props, new_props,
                                       providers, disk_format))
     return conflicts
@@ -180,6 +182,28 @@ def _constraints(flavor, props, which: str, conflicts: list[Conflict]):
 
 
 # -- NUMA --------------------------------------------------------------------
+
+def _device_policy(flavor, old_props, new_props) -> list[Conflict]:
+    """The devices the instance holds were chosen for its image's
+    ``hw_pci_numa_affinity_policy``: a new one is a NUMA change."""
+    if not asks_devices(flavor.extra_specs):
+        return []
+    try:
+        old = affinity_policy(flavor.extra_specs, old_props)
+        new = affinity_policy(flavor.extra_specs, new_props)
+    except InvalidRequest as exc:
+        return [Conflict(INVALID, f"new image: {p.message}", {
+            "image": "new", "keys": dict(p.keys)}) for p in exc.problems]
+    if old == new:
+        return []
+    change = {"field": "device NUMA affinity policy",
+              "old": old or "alias's", "new": new or "alias's"}
+    return [Conflict(NUMA, (
+        f"the new image changes the device NUMA affinity policy: "
+        f"{change['old']} → {change['new']}; the devices the instance "
+        "holds were chosen for the old one: rebuild with the same "
+        "hw_pci_numa_affinity_policy"), {"changes": [change]})]
+
 
 def _numa_conflicts(old: NUMARequest | None, new: NUMARequest | None
                     ) -> list[Conflict]:

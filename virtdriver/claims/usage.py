@@ -108,6 +108,8 @@ class InstanceFit:
         floating_vcpus: shared vCPUs of an instance without a NUMA
             topology, charged to the host as a whole.
         floating_memory_mb: its memory, likewise.
+        devices: the devices it took
+            (:class:`~virtdriver.claims.device_claim.DeviceClaim`).
     """
 
     uuid: str
@@ -115,6 +117,7 @@ class InstanceFit:
     cpu_thread_policy: str | None = None
     floating_vcpus: int = 0
     floating_memory_mb: int = 0
+    devices: tuple = ()
 
     @property
     def pinning(self) -> Mapping[int, int]:
@@ -235,6 +238,7 @@ def overlap_problems(instances: Mapping[str, InstanceFit],
     """
     problems = []
     owner: dict[int, str] = {}
+    units: dict[tuple[str, str], str] = {}
     for key, inst in instances.items():
         where = path(key)
         if inst.uuid != key:
@@ -255,7 +259,23 @@ def overlap_problems(instances: Mapping[str, InstanceFit],
             if other != key:
                 problems.append(f"{where}: host CPU {cpu} is already taken "
                                 f"by instance {other}")
+        for device in inst.devices:
+            for unit in device.units:
+                other = units.setdefault((device.provider, unit), key)
+                if other != key or device.units.count(unit) > 1:
+                    problems.append(
+                        f"{where}: device {unit} of {device.provider} is "
+                        f"already taken by instance {other}")
     return problems
+
+
+def taken_devices(usage: HostUsage) -> dict[str, list[str]]:
+    """Device provider name → the units claims hold on it."""
+    found: dict[str, list[str]] = {}
+    for inst in usage.instances.values():
+        for device in inst.devices:
+            found.setdefault(device.provider, []).extend(device.units)
+    return found
 
 
 def _duplicates(values: list[int]) -> set[int]:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from virtdriver.claims.capacity import check_capacity
+from virtdriver.claims.device_claim import device_claim_from_json
 from virtdriver.claims.model import THREAD_POLICIES, ClaimError
 from virtdriver.claims.usage import (
     CellFit, HostUsage, InstanceFit, overlap_problems)
@@ -76,6 +77,10 @@ def fit_to_json(fit: InstanceFit) -> dict[str, Any]:
             "reserved_cpus": sorted(c.reserved_cpus),
             "emulator_cpus": sorted(c.emulator_cpus),
         } for c in fit.cells],
+        # Only when there are some: a claim without devices is written as
+        # before them.
+        **({"devices": [d.to_json() for d in fit.devices]}
+           if fit.devices else {}),
     }
 
 
@@ -224,8 +229,11 @@ class _Reader:
         if not isinstance(doc, dict):
             self.bad(where, f"{_kind(doc)}, not an object")
             return None
-        if not self.keys(doc, where, _FIT_KEYS):
+        # "devices" is optional: files written before device claims load.
+        if not self.keys({k: v for k, v in doc.items() if k != "devices"},
+                         where, _FIT_KEYS):
             return None
+        devices = self.devices(doc.get("devices", []), f"{where}.devices")
         uuid = doc["uuid"]
         if not (isinstance(uuid, str) and 0 < len(uuid) <= _MAX_UUID
                 and _INSTANCE_ID.fullmatch(uuid)):
@@ -248,7 +256,7 @@ class _Reader:
             cells = []
         parsed = [self.cell(c, f"{where}.cells[{i}]")
                   for i, c in enumerate(cells)]
-        if len(self.problems) > start or floating is None:
+        if len(self.problems) > start or floating is None or devices is None:
             return None
         guest = sorted(c.guest_cell for c in parsed)
         if guest != list(range(len(parsed))):
@@ -261,7 +269,15 @@ class _Reader:
                      "floating vCPUs or memory")
             return None
         return InstanceFit(uuid, tuple(parsed), policy, floating["vcpus"],
-                           floating["memory_mb"])
+                           floating["memory_mb"], devices)
+
+    def devices(self, doc: Any, where: str) -> tuple | None:
+        if not isinstance(doc, list):
+            self.bad(where, f"{_kind(doc)}, not a list of device claims")
+            return None
+        found = [device_claim_from_json(d, f"{where}[{i}]", self.problems)
+                 for i, d in enumerate(doc)]
+        return None if None in found else tuple(found)
 
     def section(self, doc: Any, where: str, wanted: tuple[str, ...],
                 limits: Mapping[str, int]) -> dict[str, int] | None:

@@ -27,6 +27,7 @@ from virtdriver.cli.loading import chosen_node, host_tree, started_driver
 from virtdriver.drivers.base import ComputeDriver
 from virtdriver.drivers.data_files import load_data_file
 from virtdriver.render.claims import render_claims, render_fit
+from virtdriver.conf.pci_alias import pci_aliases
 from virtdriver.render.rebuild import render_rebuild
 from virtdriver.resource_tracker.tracker import ResourceTracker
 from virtdriver.state_dir import state_dir
@@ -52,7 +53,8 @@ def run_claims_command(args: argparse.Namespace, conf,
         read = _placement_read(args, instance)
         scheduled = _scheduled(args, instance, read)
         found = tracker.instance_claim(instance, nodename,
-                                       allocations=scheduled)
+                                       allocations=scheduled,
+                                       aliases=pci_aliases(conf))
         if read is not None:
             _write_back(args, tracker, nodename, read, found)
         out.write(render_fit(nodename, found, args.format))

@@ -13,6 +13,8 @@ import libvirt
 
 from virtdriver.capabilities import CapabilityXMLError
 from virtdriver.capabilities.cpu_map import INDEX, CPUModelCatalog
+from virtdriver.capabilities.devices.model import DevicesReading
+from virtdriver.capabilities.devices.rules import DeviceRules
 from virtdriver.capabilities.host import HostCapabilities
 from virtdriver.capabilities.traits.config import TraitConfig
 from virtdriver.capabilities.traits.derive import TraitReport
@@ -20,12 +22,14 @@ from virtdriver.capabilities.traits.registry import LIBVIRT_FAMILIES
 from virtdriver.cli.errors import CommandError
 from virtdriver.cli.explain import (
     NodeTraits, Provider, explain_filters, node_traits, run_explain)
+from virtdriver.conf.device_rules import device_rules
 from virtdriver.conf.host import host_name
 from virtdriver.drivers.libvirt.connection import URIChoice
 from virtdriver.drivers.libvirt.cpu_map_loader import (
     DEFAULT_CPU_MAP_DIR, load_cpu_map)
 from virtdriver.drivers.host_tree import provider_reports
 from virtdriver.drivers.identity import child_uuid
+from virtdriver.drivers.libvirt.device_providers import DeviceProviders
 from virtdriver.drivers.libvirt.devices import read_devices
 from virtdriver.drivers.libvirt.driver import node_uuid
 from virtdriver.drivers.libvirt.host import CapabilitySource, read_host
@@ -56,7 +60,8 @@ def run_command(args: argparse.Namespace, config: TraitConfig, *,
     report = trait_report(reading, cpu_map)
     if args.command == "explain":
         return run_explain(args, host_traits(conf, reading.host, report,
-                                             choice, args),
+                                             choice, args,
+                                             devices=reading.devices),
                            FAMILY_NAMES, out)
     renderer = render_json if args.format == "json" else render_text
     out.write(renderer(reading, choice.reason, report))
@@ -64,21 +69,28 @@ def run_command(args: argparse.Namespace, config: TraitConfig, *,
 
 
 def host_traits(conf, host: HostCapabilities, report: TraitReport,
-                choice: URIChoice, args: argparse.Namespace | None = None
-                ) -> NodeTraits:
+                choice: URIChoice, args: argparse.Namespace | None = None,
+                *, devices: DevicesReading | None = None) -> NodeTraits:
     """This host's libvirt trait report split over its providers as the
     driver publishes them (the nested tree: the root, one provider per
-    NUMA cell), with the provider config traits for each.  The root is
+    NUMA cell, one per device the ``[pci]``/``[devices]`` rules list in
+    ``devices``), with the provider config traits for each.  The root is
     named by a replayed snapshot's recorded host, else ``[DEFAULT]
     host``, else the machine's name."""
     name = host_name(conf, getattr(args, "recorded_host", None))
     reports = provider_reports(name, host, report)
+    owned = None
+    if devices is not None:
+        chosen = DeviceProviders(device_rules(conf) if conf is not None
+                                 else DeviceRules())
+        reports.update(chosen.provider_reports(name, devices))
+        owned = chosen.ownership
     root = node_uuid(name)
     providers = [Provider(provider, root if provider == name
                           else child_uuid(root, provider), provider == name)
                  for provider in reports]
     return node_traits(f"this host ({choice.uri})", report, reports,
-                       providers, conf)
+                       providers, conf, owned)
 
 
 def cpu_map_from(directory: str | None) -> CPUModelCatalog:

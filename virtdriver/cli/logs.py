@@ -243,5 +243,5 @@ def _where(conf) -> str:
 
 
 def _version() -> str:
-    from virtdriver.cli.parser import version_text
+    from virtdriver.cli.parser_options import version_text
     return version_text()

@@ -10,220 +10,14 @@ is checked in :mod:`.checks`.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from virtdriver.capabilities.traits.config import CPU_MODES
 from virtdriver.cli.errors import EXIT_STATUSES
+from virtdriver.cli.parser_options import (
+    add_cpu_map, add_debug, add_driver_selection, add_globals,
+    add_host_options, add_pinning_options, add_text_or_json,
+    add_traits_driver, port_number)
 from virtdriver.cli.usage import Parser
-from virtdriver.conf.defaults import VIRT_TYPES
-from virtdriver.conf.guest import parse_machine_types
-from virtdriver.drivers.libvirt.cpu_map_loader import DEFAULT_CPU_MAP_DIR
 
-DEBUG_HELP = "on an error, show the traceback too"
-QUIET_HELP = ("no warnings and no progress bar on stderr (errors still "
-              "print)")
-LOG_FILE_HELP = ("append the log here, through oslo.log in its format "
-                 "([DEFAULT] log_file; the agent's cycle lines too; "
-                 "default: none, warnings and the agent's lines to stderr)")
-LOG_DIR_HELP = ("write the log to DIR/virtdriver.log (or DIR/--log-file); "
-                "[DEFAULT] log_dir")
-JOURNAL_HELP = "log to the systemd journal too ([DEFAULT] use_journal)"
-SYSLOG_HELP = "log to syslog too ([DEFAULT] use_syslog)"
-
-
-def _csv(text: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in text.split(",") if part.strip())
-
-
-#: The highest TCP port.
-MAX_PORT = 65535
-
-
-def _port(text: str) -> int:
-    """A TCP port for ``placement serve --port``: 0 (any free one) to
-    65535."""
-    try:
-        port = int(text)
-    except ValueError:
-        port = None
-    if port is None or not 0 <= port <= MAX_PORT:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a port; give 1 to {MAX_PORT}, or 0 for any "
-            "free one")
-    return port
-
-
-def _machine_types(text: str) -> tuple[tuple[str, str], ...]:
-    try:
-        return parse_machine_types(_csv(text))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-#: The global options: flag -> add_argument keywords.
-GLOBAL_OPTIONS = {
-    "--debug": {"action": "store_true", "help": DEBUG_HELP},
-    "--quiet": {"action": "store_true", "help": QUIET_HELP},
-    "--log-file": {"metavar": "FILE", "help": LOG_FILE_HELP},
-    "--log-dir": {"metavar": "DIR", "help": LOG_DIR_HELP},
-    "--use-journal": {"action": "store_true", "help": JOURNAL_HELP},
-    "--use-syslog": {"action": "store_true", "help": SYSLOG_HELP},
-}
-
-
-def _add_debug(parser: argparse.ArgumentParser) -> None:
-    """The global options, accepted after the command too."""
-    # SUPPRESS: given after the command it sets args.debug; not given, it
-    # leaves the top-level parser's value alone.
-    for option, keywords in GLOBAL_OPTIONS.items():
-        parser.add_argument(option, default=argparse.SUPPRESS, **keywords)
-
-
-def _add_text_or_json(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=("text", "json"),
-                        default="text", help="output format (default: text)")
-
-
-def version_text() -> str:
-    """``virtdriver X.Y.Z`` from the installed distribution's metadata
-    (``virtdriver (version unknown)`` when it is not installed)."""
-    from importlib import metadata
-    try:
-        return f"virtdriver {metadata.version('virtdriver')}"
-    except metadata.PackageNotFoundError:
-        return "virtdriver (version unknown)"
-
-
-class _VersionAction(argparse.Action):
-    """``--version``: print the version and exit 0 (read only when asked,
-    so parsing stays free of package metadata)."""
-
-    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
-        super().__init__(option_strings, dest, nargs=0,
-                         default=argparse.SUPPRESS, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        sys.stdout.write(version_text() + "\n")
-        parser.exit()
-
-
-def _add_globals(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--version", action=_VersionAction,
-                        help="print virtdriver's version and exit")
-    for option, keywords in GLOBAL_OPTIONS.items():
-        parser.add_argument(option, **keywords)
-
-
-def _add_host_options(parser: argparse.ArgumentParser, *,
-                      replay: bool = True, output: bool = True) -> None:
-    _add_debug(parser)
-    parser.add_argument("--uri", help="libvirt URI to open (default: "
-                        "[libvirt] connection_uri, else qemu:///system if "
-                        "a daemon answers, else qemu:///embed if the QEMU "
-                        "driver is installed, else test:///default)")
-    if output:
-        _add_text_or_json(parser)
-    if replay:
-        parser.add_argument("--snapshot", metavar="DIR",
-                            help="replay a host snapshot (`virtdriver "
-                            "snapshot -o DIR`, or a hand-written directory) "
-                            "through fakelibvirt instead of reading libvirt")
-    parser.add_argument("--config-file", action="append", default=[],
-                        metavar="FILE", help="oslo.config file to read "
-                        "(repeatable; later files win; default: the first "
-                        "virtdriver.conf in ~/.virtdriver, ~, "
-                        "/etc/virtdriver, /etc); the options below "
-                        "override it")
-    parser.add_argument("--config-dir", action="append", default=[],
-                        metavar="DIR", help="read DIR's *.conf files too, "
-                        "in name order, after the files (repeatable; "
-                        "default: the first virtdriver.conf.d found where "
-                        "virtdriver.conf is searched)")
-    group = parser.add_argument_group(
-        "guest configuration", "OpenStack-shaped options that decide which "
-        "traits the host offers")
-    group.add_argument("--virt-type", metavar="TYPE",
-                       help=f"[libvirt] virt_type: {', '.join(VIRT_TYPES)} "
-                       "(default: kvm when libvirt offers it for the host "
-                       "arch, else qemu)")
-    group.add_argument("--cpu-mode", choices=CPU_MODES,
-                       help="[libvirt] cpu_mode (default: host-model for "
-                       "kvm and qemu)")
-    group.add_argument("--cpu-models", type=_csv, default=None, metavar="A,B",
-                       help="[libvirt] cpu_models, for --cpu-mode custom")
-    group.add_argument("--cpu-model-extra-flags", type=_csv, default=None,
-                       metavar="+F,-G", help="[libvirt] cpu_model_extra_flags;"
-                       " write --cpu-model-extra-flags=-flag for a removal")
-    group.add_argument("--hw-machine-type", type=_machine_types, default=None,
-                       metavar="ARCH=MACHINE,...",
-                       help="[libvirt] hw_machine_type")
-    group.add_argument("--image-type-exclude-list", type=_csv, default=None,
-                       metavar="raw,...",
-                       help="[compute] image_type_exclude_list")
-
-
-def _add_cpu_map(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--cpu-map", metavar="DIR",
-                        help="libvirt's CPU map directory, the one holding "
-                        f"index.xml (default: {DEFAULT_CPU_MAP_DIR}, or no "
-                        "map when that is missing)")
-
-
-def _add_pinning_options(parser: argparse.ArgumentParser) -> None:
-    pinning = parser.add_argument_group(
-        "host resources", "[compute] options for CPU pinning and "
-        "reservations (override the config file)")
-    pinning.add_argument("--cpu-dedicated-set", metavar="SPEC",
-                         help="[compute] cpu_dedicated_set, e.g. 4-15,^8")
-    pinning.add_argument("--cpu-shared-set", metavar="SPEC",
-                         help="[compute] cpu_shared_set, e.g. 0-3")
-    pinning.add_argument("--reserved-host-memory-mb", metavar="MIB",
-                         help="[compute] reserved_host_memory_mb")
-    pinning.add_argument("--reserved-huge-pages", action="append",
-                         metavar="node:N,size:KIB,count:C",
-                         help="[compute] reserved_huge_pages (repeatable)")
-
-
-def _add_driver_choice(parser: argparse.ArgumentParser) -> None:
-    """--driver and the in-tree drivers' options that choose the host."""
-    parser.add_argument("--driver", default="libvirt",
-                        help="driver name (default: libvirt; see "
-                             "`virtdriver drivers`)")
-    parser.add_argument("--host-spec", metavar="SPEC",
-                        help="fake driver: a preset (small, numa2-ht, "
-                             "numa4-large) or a YAML/JSON file "
-                             "(default: small)")
-    parser.add_argument("--inventory", metavar="FILE",
-                        help="ironic driver: the node inventory file")
-
-
-def _add_driver_selection(parser: argparse.ArgumentParser, *,
-                          output: bool = True) -> None:
-    """--driver and the in-tree drivers' own options (``report``,
-    ``sync``, ``agent`` and the claims commands); ``output``: --format
-    too (the agent writes log lines only, so it has none)."""
-    _add_driver_choice(parser)
-    parser.add_argument("--flat", action="store_true",
-                        help="libvirt and fake drivers: everything on "
-                             "the root provider instead of one child "
-                             "per NUMA cell")
-    parser.add_argument("--profile", choices=("numa", "nova"),
-                        help="libvirt driver: the tree's shape: numa "
-                             "(default; NUMA cells as children) or nova "
-                             "(Nova's flat root, no page-size inventory; "
-                             "virtdriver help nova)")
-    _add_host_options(parser, output=output)
-    _add_pinning_options(parser)
-
-
-def _add_traits_driver(parser: argparse.ArgumentParser) -> None:
-    """``explain`` and ``image-check``: the driver whose trait report
-    answers, and which of its nodes."""
-    _add_driver_choice(parser)
-    parser.add_argument("--node", metavar="NAME",
-                        help="the node whose traits answer, for a driver "
-                             "other than libvirt (default: the driver's "
-                             "only node)")
 
 
 def _add_report(commands) -> None:
@@ -237,7 +31,7 @@ def _add_report(commands) -> None:
                     "picture (--output tree.svg or tree.png renders it).  "
                     "Options that the chosen driver does not read are "
                     "refused.")
-    _add_driver_selection(report_cmd)
+    add_driver_selection(report_cmd)
     # --format comes from the shared host options; only report draws.
     for action in report_cmd._actions:
         if action.dest == "format":
@@ -275,7 +69,7 @@ def _add_sync(commands) -> None:
         "--dry-run", action="store_true",
         help="read Placement and show what the sync would change; write "
              "nothing")
-    _add_driver_selection(sync_cmd)
+    add_driver_selection(sync_cmd)
 
 
 def _add_claims(commands) -> None:
@@ -284,7 +78,7 @@ def _add_claims(commands) -> None:
         description="Every instance claim the state directory holds, per "
                     "node and NUMA cell (pinned CPUs, memory, pages), and "
                     "what they use of each provider's inventory.")
-    _add_driver_selection(listing)
+    add_driver_selection(listing)
     claim = commands.add_parser(
         "claim", help="claim NUMA resources for an instance",
         description="Fit INSTANCE.json's flavor and image onto a node's "
@@ -308,7 +102,7 @@ def _add_claims(commands) -> None:
         "--placement-url", metavar="URL",
         help="read the scheduler's allocation of the instance's uuid from "
              "this Placement (noauth2), as --allocations")
-    _add_driver_selection(claim)
+    add_driver_selection(claim)
     release = commands.add_parser(
         "release", help="release an instance's claim",
         description="Free exactly what an instance's claim took.  Exit 0 "
@@ -316,7 +110,7 @@ def _add_claims(commands) -> None:
     release.add_argument("--instance", required=True,
                          metavar="UUID|INSTANCE.json",
                          help="the instance's uuid, or its document")
-    _add_driver_selection(release)
+    add_driver_selection(release)
     rebuild = commands.add_parser(
         "rebuild-check", help="may an instance be rebuilt with an image?",
         description="The no-op rebuild claim: would rebuilding "
@@ -339,7 +133,7 @@ def _add_claims(commands) -> None:
                              "this Placement (noauth2), and report whether "
                              "Placement's own in_tree+required answer "
                              "agrees")
-    _add_driver_selection(rebuild)
+    add_driver_selection(rebuild)
     rebuild.set_defaults(format="json")
 
 
@@ -354,10 +148,10 @@ def _add_image(commands) -> None:
                     "with the property behind it, and the query Placement "
                     "accepts (required=A,B,!C).  Exit 0, 2 unusable "
                     "input (a value no trait expresses).")
-    _add_debug(traits_cmd)
+    add_debug(traits_cmd)
     traits_cmd.add_argument("--image", required=True, metavar="IMAGE.json",
                             help=image_help)
-    _add_text_or_json(traits_cmd)
+    add_text_or_json(traits_cmd)
     check_cmd = commands.add_parser(
         "image-check", help="could an instance of this image boot here?",
         description="Each trait IMAGE.json implies (as image-traits), "
@@ -379,9 +173,9 @@ def _add_image(commands) -> None:
                            help="the compute node of --providers (needed "
                                 "when the tree has several roots) or of "
                                 "--placement-url (its root is checked)")
-    _add_traits_driver(check_cmd)
-    _add_host_options(check_cmd)
-    _add_cpu_map(check_cmd)
+    add_traits_driver(check_cmd)
+    add_host_options(check_cmd)
+    add_cpu_map(check_cmd)
 
 
 def _add_action(commands, name: str, action: str, *, help: str,
@@ -391,11 +185,11 @@ def _add_action(commands, name: str, action: str, *, help: str,
     sample``, ``placement serve``); returns the action's parser.  The
     chosen action is ``args.<name>_action``."""
     command = commands.add_parser(name, help=help, description=description)
-    _add_debug(command)
+    add_debug(command)
     actions = command.add_subparsers(dest=f"{name}_action", required=True,
                                      metavar="ACTION")
     parser = actions.add_parser(action, help=action_help)
-    _add_debug(parser)
+    add_debug(parser)
     return parser
 
 
@@ -413,7 +207,7 @@ def _add_placement(commands) -> None:
                     "beside it; SIGINT or SIGTERM stops it (exit 0).  See "
                     "`virtdriver help placement`.",
         action_help="serve the embedded Placement on 127.0.0.1")
-    serve_cmd.add_argument("--port", type=_port, default=0, metavar="PORT",
+    serve_cmd.add_argument("--port", type=port_number, default=0, metavar="PORT",
                            help="port on 127.0.0.1 (default: any free one; "
                                 "the URL is printed)")
     serve_cmd.add_argument("--config-file", action="append", default=[],
@@ -453,7 +247,7 @@ def _add_placement_request(commands) -> None:
     cmd.add_argument("--node", metavar="NAME",
                      help="with --driver: the node whose providers are "
                           "checked (default: the driver's only node)")
-    _add_driver_selection(cmd)
+    add_driver_selection(cmd)
     # No host is read unless a driver is named (--driver, or an option
     # of one: then libvirt, as elsewhere).
     cmd.set_defaults(driver=None)
@@ -475,7 +269,7 @@ def _add_node_status(commands) -> None:
         if name == "disable":
             cmd.add_argument("--reason", metavar="TEXT",
                              help="why (shown by report and explain)")
-        _add_driver_selection(cmd, output=False)
+        add_driver_selection(cmd, output=False)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -486,15 +280,15 @@ def build_parser() -> argparse.ArgumentParser:
                     + ", ".join(f"{status} {meaning}"
                                 for status, meaning in EXIT_STATUSES)
                     + "; `virtdriver help exit-codes`.")
-    _add_globals(parser)
+    add_globals(parser)
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="COMMAND")
     host_cmd = commands.add_parser(
         "host", help="what libvirt says this host is, and its traits",
         description="Read libvirt's host and domain capabilities, show the "
                     "parsed model and the traits derived from it.")
-    _add_host_options(host_cmd)
-    _add_cpu_map(host_cmd)
+    add_host_options(host_cmd)
+    add_cpu_map(host_cmd)
     explain_cmd = commands.add_parser(
         "explain", help="explain why traits are or are not on this host",
         description="For each TRAIT, on each provider of the node that "
@@ -518,9 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--family", action="append", metavar="FAMILY[,FAMILY]",
         help="only traits of these families (repeatable), e.g. "
              "'cpu features'")
-    _add_traits_driver(explain_cmd)
-    _add_host_options(explain_cmd)
-    _add_cpu_map(explain_cmd)
+    add_traits_driver(explain_cmd)
+    add_host_options(explain_cmd)
+    add_cpu_map(explain_cmd)
     drivers_cmd = commands.add_parser(
         "drivers", help="list installed virt drivers and whether they load",
         description="Every driver registered in the virtdriver.drivers "
@@ -529,8 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "here, as `report --driver NAME` with no options "
                     "would construct it) or why it cannot be.  Exit status "
                     "0 even when some do not load.")
-    _add_debug(drivers_cmd)
-    _add_text_or_json(drivers_cmd)
+    add_debug(drivers_cmd)
+    add_text_or_json(drivers_cmd)
     snapshot_cmd = commands.add_parser(
         "snapshot", help="record what the driver reads from this host",
         description="Record host capabilities, every domain capabilities "
@@ -542,7 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
                               help="directory to write: a new one (created),"
                                    " an empty one, or an earlier snapshot "
                                    "to replace; written whole or not at all")
-    _add_host_options(snapshot_cmd, replay=False, output=False)
+    add_host_options(snapshot_cmd, replay=False, output=False)
     _add_report(commands)
     _add_sync(commands)
     _add_claims(commands)
@@ -565,7 +359,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="seconds between cycle starts (default: 60)")
     agent_cmd.add_argument("--once", action="store_true",
                            help="one cycle; exit with its status")
-    _add_driver_selection(agent_cmd, output=False)
+    add_driver_selection(agent_cmd, output=False)
     sample_cmd = _add_action(
         commands, "config", "sample",
         help="configuration tools: an annotated sample",
@@ -583,7 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="With no TOPIC, list the documents; with one, print "
                     "it (the Markdown of the project's TOPIC.md).  "
                     "Messages that send you to a document name its topic.")
-    _add_debug(help_cmd)
+    add_debug(help_cmd)
     help_cmd.add_argument("topic", nargs="?", metavar="TOPIC",
                           help="e.g. configuration, exit-codes, claims")
     completion_cmd = commands.add_parser(
@@ -592,7 +386,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "this parser: commands, their options and the choices "
                     "of their values.  Load it with `source <(virtdriver "
                     "completion bash)`.")
-    _add_debug(completion_cmd)
+    add_debug(completion_cmd)
     completion_cmd.add_argument("shell", choices=("bash",), metavar="SHELL",
                                 help="the shell: bash")
     diff_cmd = commands.add_parser(
@@ -609,6 +403,6 @@ def build_parser() -> argparse.ArgumentParser:
     diff_cmd.add_argument("--flat", action="store_true",
                           help="everything on the root provider instead of "
                                "one child per NUMA cell")
-    _add_host_options(diff_cmd, replay=False)
-    _add_pinning_options(diff_cmd)
+    add_host_options(diff_cmd, replay=False)
+    add_pinning_options(diff_cmd)
     return parser

@@ -19,6 +19,7 @@ from virtdriver.claims.placement_request import placement_request
 from virtdriver.cli.checks import placement_url
 from virtdriver.cli.errors import CommandError
 from virtdriver.cli.image import image_document
+from virtdriver.conf.pci_alias import pci_aliases
 from virtdriver.drivers.data_files import load_data_file
 from virtdriver.render.placement_request import render_placement_request
 
@@ -35,8 +36,13 @@ def run_placement_request(args: argparse.Namespace, conf=None,
     image = image_document(
         load_data_file(args.image, "image", CommandError), args.image)
     try:
+        aliases = pci_aliases(conf)
+    except InvalidRequest as exc:
+        raise CommandError(str(exc)) from None
+    try:
         request = placement_request(flavor, image.properties,
-                                    image.disk_format, limit=args.limit)
+                                    image.disk_format, limit=args.limit,
+                                    aliases=aliases)
     except (InvalidRequest, InvalidImage) as exc:
         raise CommandError(f"{args.flavor} with {args.image}: {exc}") \
             from None

@@ -2,7 +2,8 @@
 
 :class:`DefaultConf` answers what :func:`virtdriver.conf.make_conf` with
 no file and no argument answers for virtdriver's own sections
-(``[compute]``, ``[libvirt]``, ``[virtdriver]``), read the same ways
+(``[compute]``, ``[libvirt]``, ``[virtdriver]``, ``[pci]``,
+``[devices]``), read the same ways
 (``conf.libvirt.virt_type``, ``conf["compute"]["cpu_shared_set"]``).
 It is for a command run without ``--config-file`` and without an option
 that overrides one (``virtdriver report`` as the README runs it), which
@@ -57,6 +58,13 @@ DEFAULTS: Mapping[str, Mapping[str, Any]] = MappingProxyType({
     }),
     "virtdriver": MappingProxyType({
         "state_dir": None,
+    }),
+    "pci": MappingProxyType({
+        "device_spec": [],
+        "alias": [],
+    }),
+    "devices": MappingProxyType({
+        "enabled_mdev_types": [],
     }),
 })
 

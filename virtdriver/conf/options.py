@@ -23,6 +23,7 @@ from os import PathLike
 from oslo_config import cfg
 
 from virtdriver.capabilities.traits.config import CPU_MODES
+from virtdriver.conf import devices
 from virtdriver.conf import host as host_option
 from virtdriver.conf import placement
 from virtdriver.conf.disk import (
@@ -155,7 +156,8 @@ DEFAULT_OPTS = [
 
 def _own_opts() -> list[tuple[str, list[cfg.Opt]]]:
     return [("compute", COMPUTE_OPTS), ("libvirt", LIBVIRT_OPTS),
-            ("virtdriver", VIRTDRIVER_OPTS)]
+            ("virtdriver", VIRTDRIVER_OPTS), ("pci", devices.PCI_OPTS),
+            ("devices", devices.DEVICES_OPTS)]
 
 
 def list_opts() -> list[tuple[str, list[cfg.Opt]]]:

@@ -350,6 +350,18 @@ class ComputeDriver(abc.ABC):
         self.require_node(nodename)
         return None
 
+    def node_devices(self, nodename: str) -> Mapping[str, Any]:
+        """``nodename``'s device providers → their units
+        (:class:`~virtdriver.drivers.device_units.DeviceUnits`: which
+        function, VF or mdev each unit is), for the claims to choose
+        from; the default is none.
+
+        Raises:
+            NodeNotFoundError: not one of this driver's nodes.
+        """
+        self.require_node(nodename)
+        return {}
+
     #: The :func:`~virtdriver.drivers.identity.root_uuid` scheme this
     #: driver derives its nodes' root uuids with (``"compute-node"`` for
     #: libvirt), or ``None`` when node uuids come from elsewhere (a

@@ -8,7 +8,10 @@ capabilities are not described, so traits read from them are unknown
 (left alone), and guests see the described CPU (``host-passthrough``)
 unless ``[libvirt] cpu_mode`` says otherwise.  A described ``disk_gb`` is
 the root's ``DISK_GB``, with the disk options applied as for libvirt.
-Extra traits in the description are owned and asserted.
+Extra traits in the description are owned and asserted.  Described
+``devices`` (:mod:`~.fake_devices`) are device providers under their cells,
+published by the libvirt driver's device code; :meth:`FakeDriver.
+node_devices` names each provider's units for the claims.
 """
 
 from __future__ import annotations
@@ -35,8 +38,11 @@ from virtdriver.drivers.fake_host import (
     FakeHostError, FakeHostSpec, load_spec, spec_from_dict)
 from virtdriver.drivers.host_resources import (
     HostResourceError, HostResources, host_resources)
-from virtdriver.drivers.host_tree import provider_reports, publish_host
+from virtdriver.drivers.device_tree import lift_device_providers
+from virtdriver.drivers.host_tree import (
+    cell_provider_name, provider_reports, publish_host)
 from virtdriver.drivers.identity import root_uuid
+from virtdriver.drivers.device_units import DeviceUnits, device_units
 
 if TYPE_CHECKING:
     from oslo_config import cfg
@@ -74,13 +80,20 @@ class FakeDriver(ComputeDriver):
         self._config: TraitConfig | None = None
         self._pinning: PinningConfig | None = None
         self._disk: DiskConfig | None = None
+        self._devices = None     # (HostDevices, DeviceProviders) or None
 
     @property
     def ownership(self) -> Ownership:
         """The families' traits, plus the description's extra traits (owned
         while the description lists them; others' traits never are)."""
         extra = self._spec.traits if self._spec is not None else frozenset()
-        return Ownership.of(FAKE_FAMILIES).union(Ownership(extra))
+        owned = Ownership.of(FAKE_FAMILIES).union(Ownership(extra))
+        if self._devices is not None:
+            from virtdriver.capabilities.traits.device_providers import (
+                DEVICE_OWNERSHIP, rule_ownership)
+            owned = owned.union(DEVICE_OWNERSHIP).union(
+                rule_ownership(self._devices[1].rules))
+        return owned
 
     def init_host(self, host: str) -> None:
         """Read and validate the description and the options.
@@ -115,6 +128,13 @@ class FakeDriver(ComputeDriver):
                 f"{', '.join(overlap)} are derived from the description "
                 "itself; describe the CPU or capabilities instead")
         self._resources()  # validate pinning against the host now
+        if self._spec.devices:
+            from virtdriver.drivers.fake_devices import fake_devices
+            from virtdriver.drivers.libvirt.device_providers import (
+                DeviceProviders)
+            devices, rules = fake_devices(self._spec.devices,
+                                          self._spec.cells, self._spec.name)
+            self._devices = (devices, DeviceProviders(rules))
 
     def get_available_nodes(self, refresh: bool = False) -> list[str]:
         """The described host's name."""
@@ -124,7 +144,10 @@ class FakeDriver(ComputeDriver):
         """Traits with evidence, and the description's shape."""
         self.require_node(nodename)
         spec = self._ready()
-        return NodeCapabilities(nodename, self._report(), {
+        report = self._report()
+        if self._devices is not None:  # the node's report answers for them
+            report = self._devices[1].report(report, self._devices[0])
+        return NodeCapabilities(nodename, report, {
             "arch": spec.arch, "numa_cells": spec.cells,
             "cores_per_cell": spec.cores_per_cell,
             "threads_per_core": spec.threads_per_core,
@@ -137,18 +160,40 @@ class FakeDriver(ComputeDriver):
         """Publish the described host (see :mod:`~..host_tree`)."""
         self.require_node(nodename)
         spec = self._ready()
+        if self._devices is not None:
+            lift_device_providers(tree, nodename, {
+                cell_provider_name(nodename, cell)
+                for cell in range(spec.cells)} if self._nested else set())
         publish_host(tree, nodename, host=spec.host_capabilities(),
                      resources=self._resources(), report=self._report(),
                      node_uuid=root_uuid(self.root_uuid_kind, nodename),
                      disk_gb=spec.disk_gb, disk=self._disk,
                      nested=self._nested)
+        if self._devices is not None:
+            devices, providers = self._devices
+            providers.publish(tree, nodename, devices, nested=self._nested,
+                              allocations=allocations)
 
     def provider_traits(self, nodename: str) -> Mapping[str, TraitReport]:
         """The report each provider follows, as the tree publishes them
         (:func:`~..host_tree.provider_reports`)."""
         self.require_node(nodename)
-        return provider_reports(nodename, self._ready().host_capabilities(),
-                                self._report(), nested=self._nested)
+        reports = dict(provider_reports(
+            nodename, self._ready().host_capabilities(), self._report(),
+            nested=self._nested))
+        if self._devices is not None:
+            devices, providers = self._devices
+            reports.update(providers.provider_reports(nodename, devices))
+        return reports
+
+    def node_devices(self, nodename: str) -> Mapping[str, DeviceUnits]:
+        """Device provider name → its units (:mod:`~.device_units`)."""
+        self.require_node(nodename)
+        if self._devices is None:
+            return {}
+        devices, providers = self._devices
+        return device_units(nodename, providers.offers(devices) or (),
+                            devices)
 
     def node_resources(self, nodename: str) -> HostResources:
         """The described host's cells, as the tree publishes them."""

@@ -54,7 +54,7 @@ from virtdriver.providers.record import MAX_NAME_LENGTH
 
 _KEYS = {"name", "arch", "cpu", "cells", "cores_per_cell", "threads_per_core",
          "memory_mb_per_cell", "pages_per_cell", "disk_gb", "traits",
-         "capabilities"}
+         "capabilities", "devices"}
 _CPU_KEYS = {"model", "vendor", "features"}
 _BASE_PAGE_KIB = 4
 _DIGITS = re.compile(r"[0-9]+")
@@ -89,6 +89,8 @@ class FakeHostSpec:
     traits: frozenset[str] = frozenset()
     capabilities: Mapping[str, bool] = field(
         default_factory=lambda: MappingProxyType({}))
+    #: ``devices:`` entries (:mod:`~virtdriver.drivers.fake_devices`).
+    devices: tuple = ()
 
     def host_capabilities(self) -> HostCapabilities:
         """The host model this description stands for."""
@@ -202,7 +204,20 @@ def spec_from_dict(data: Mapping[str, Any], source: str = "<dict>"
         traits=_traits(source, data.get("traits", [])),
         capabilities=MappingProxyType(_capabilities(
             source, _mapping(source, "capabilities", data))),
+        devices=_devices(source, data.get("devices", []), cells),
     )
+
+
+def _devices(source: str, entries: Any, cells: int) -> tuple:
+    from virtdriver.drivers.fake_devices import fake_devices
+    if not isinstance(entries, list):
+        raise FakeHostError(f"{source}: devices is {kind_of(entries)}, not "
+                            "a list")
+    try:
+        fake_devices(entries, cells, source)
+    except ValueError as exc:
+        raise FakeHostError(str(exc)) from None
+    return tuple(MappingProxyType(dict(e)) for e in entries)
 
 
 def load_spec(path_or_preset: str) -> FakeHostSpec:

@@ -97,6 +97,9 @@ class CellResources:
             from this cell.
         small_pages: the smallest page size, if libvirt lists pages.
         huge_pages: every larger page size, by size in KiB.
+        socket: the socket every CPU of the cell is on (``None``: libvirt
+            did not say, or they differ); a device's ``socket`` NUMA
+            policy compares it.
     """
 
     cell_id: int
@@ -107,6 +110,7 @@ class CellResources:
     reserved_memory_mb: int
     small_pages: PagePool | None
     huge_pages: Mapping[int, PagePool]
+    socket: int | None = None
 
     @property
     def memory_mb(self) -> int | None:
@@ -127,26 +131,23 @@ class CellResources:
         """The cell's small-page memory (MiB), before any reservation:
         its memory less what its huge pages hold, and no more than its
         small pages hold when libvirt lists them; ``None`` if unknown."""
-        if self.total_memory_mb is None:
-            return None
-        total = self.total_memory_mb - self.huge_memory_mb
-        if self.small_pages is not None:
-            total = min(total, self.small_pages.total
-                        * self.small_pages.size_kib // 1024)
-        return max(total, 0)
+        return self._small_mb(self.total_memory_mb, lambda pool: pool.total)
 
     @property
     def small_capacity_mb(self) -> int | None:
         """Small-page memory guests may use (MiB): :attr:`small_memory_mb`
         less ``reserved_host_memory_mb``'s share and the small pages
         ``reserved_huge_pages`` keeps; ``None`` if unknown."""
-        if self.memory_mb is None:
+        return self._small_mb(self.memory_mb, lambda pool: pool.available)
+
+    def _small_mb(self, memory_mb: int | None, pages) -> int | None:
+        if memory_mb is None:
             return None
-        capacity = self.memory_mb - self.huge_memory_mb
+        small = memory_mb - self.huge_memory_mb
         if self.small_pages is not None:
-            capacity = min(capacity, self.small_pages.available
-                           * self.small_pages.size_kib // 1024)
-        return max(capacity, 0)
+            small = min(small, pages(self.small_pages)
+                        * self.small_pages.size_kib // 1024)
+        return max(small, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +216,13 @@ def _cell(cell: NUMACell, pcpus: frozenset[int], vcpus: frozenset[int],
                          else cell.memory_kib // 1024),
         reserved_memory_mb=reserved_mb,
         small_pages=pools[0] if pools else None,
-        huge_pages=MappingProxyType({p.size_kib: p for p in pools[1:]}))
+        huge_pages=MappingProxyType({p.size_kib: p for p in pools[1:]}),
+        socket=_socket(cell))
+
+
+def _socket(cell: NUMACell) -> int | None:
+    sockets = {cpu.socket_id for cpu in cell.cpus}
+    return sockets.pop() if len(sockets) == 1 else None
 
 
 def _cpus(cpus: frozenset[int]) -> tuple[str, str, str]:

@@ -37,14 +37,16 @@ def check_sriov(devices: Iterable[NodeDevice], *,
         if pci is None:
             continue
         address = _address_of(pci)
+        if address is None:
+            continue    # served as written: reading it is the reader's test
         by_address[address] = device.name
         phys = pci.find("capability[@type='phys_function']/address")
-        if phys is not None:
+        if phys is not None and _address_attrs(phys) is not None:
             pf_of[address] = _address_attrs(phys)
         vfs = pci.find("capability[@type='virt_functions']")
         if vfs is not None:
             vfs_of[address] = {_address_attrs(a)
-                               for a in vfs.findall("address")}
+                               for a in vfs.findall("address")} - {None}
     for vf, pf in sorted(pf_of.items()):
         if pf in vfs_of:
             if vf not in vfs_of[pf]:
@@ -86,18 +88,27 @@ def sriov_links(xml: str) -> tuple[str | None, set[str]]:
         return None, set()
     vfs = pci.find("capability[@type='virt_functions']")
     return _address_of(pci), ({_address_attrs(a) for a in
-                               vfs.findall("address")} if vfs is not None
-                              else set())
+                               vfs.findall("address")} - {None}
+                              if vfs is not None else set())
 
 
-def _address_of(pci: etree._Element) -> str:
-    parts = [_int(pci.findtext(t)) for t in
-             ("domain", "bus", "slot", "function")]
-    return "{:04x}:{:02x}:{:02x}.{:x}".format(*parts)
+def _address_of(pci: etree._Element) -> str | None:
+    """The function's address, or ``None`` when a number is not one (a
+    document a test serves to see a reader refuse it)."""
+    return _format([pci.findtext(t)
+                    for t in ("domain", "bus", "slot", "function")])
 
 
-def _address_attrs(el: etree._Element) -> str:
-    parts = [_int(el.get(t)) for t in ("domain", "bus", "slot", "function")]
+def _address_attrs(el: etree._Element) -> str | None:
+    return _format([el.get(t) for t in ("domain", "bus", "slot",
+                                        "function")])
+
+
+def _format(texts: list[str | None]) -> str | None:
+    try:
+        parts = [_int(text) for text in texts]
+    except ValueError:
+        return None
     return "{:04x}:{:02x}:{:02x}.{:x}".format(*parts)
 
 

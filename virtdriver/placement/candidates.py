@@ -39,10 +39,12 @@ def allocation_candidates(client: PlacementClient,
         raise MicroversionUnsupported(
             f"Placement at {client.endpoint} speaks microversion "
             f"{client.microversion}; this request needs "
-            f"{version_text(needed)} (root_required); upgrade Placement",
+            f"{version_text(needed)} (root_required, same_subtree for a "
+            "device on its guest node's cell); upgrade Placement",
             method="GET", path=PATH)
     try:
-        body = client.request("GET", PATH, params=dict(request.params()))
+        # A list of pairs: same_subtree may repeat.
+        body = client.request("GET", PATH, params=request.params())
     except UnknownName:
         # A CUSTOM_ class (a page size) no provider has ever offered is
         # unknown to Placement: no provider can hold it, so no candidate.

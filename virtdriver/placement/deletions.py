@@ -71,6 +71,7 @@ class Deletions:
         trees = {item.root_uuid for uuid, item in listed.items()
                  if uuid in ours} | roots
         candidates, names, parent_of = [], {}, {}
+        root_of: dict[str, str] = {}
         in_our_trees = set()
         for uuid, item in listed.items():
             if uuid in ours or item.root_uuid not in trees:
@@ -78,6 +79,7 @@ class Deletions:
             candidates.append(uuid)
             in_our_trees.add(uuid)
             names[uuid], parent_of[uuid] = item.name, item.parent_uuid
+            root_of[uuid] = item.root_uuid
         whole = trees if complete is None else complete
         for uuid, known in list(self.state.providers.items()):
             if uuid in ours or uuid in names:
@@ -88,6 +90,7 @@ class Deletions:
                 continue
             candidates.append(uuid)
             names[uuid], parent_of[uuid] = known.name, known.parent_uuid
+            root_of[uuid] = known.root_uuid
         for uuid in remove:
             if uuid not in ours and uuid not in names:
                 candidates.append(uuid)
@@ -95,7 +98,7 @@ class Deletions:
         blocked: dict[str, str] = {}
         order = deletion_order(candidates, parent_of)
         proven = self._proven(reversed(order), in_our_trees, names,
-                              parent_of)
+                              parent_of, root_of)
         for uuid in order:
             if self.owned_for(uuid) is None and uuid not in proven:
                 self._not_ours(uuid, names[uuid], uuid in in_our_trees)
@@ -108,9 +111,10 @@ class Deletions:
             self._delete(uuid, names, parent_of, blocked)
 
     def _proven(self, parents_first: Iterable[str], listed: set[str],
-                names: dict, parent_of: dict) -> set[str]:
+                names: dict, parent_of: dict, root_of: dict) -> set[str]:
         """The listed candidates whose identity the caller recognises,
-        each under a parent that is ours (in the tree or proven too)."""
+        each under a parent that is ours (in the tree or proven too);
+        ``root_of``: each candidate's root, as listed."""
         vouch = getattr(self.owned_for, "vouches_for_gone", None)
         proven: set[str] = set()
         if vouch is None:
@@ -121,7 +125,8 @@ class Deletions:
             parent = parent_of[uuid]
             parent_ours = (parent is None or parent in proven
                            or self.owned_for(parent) is not None)
-            if parent_ours and vouch(uuid, names[uuid], parent):
+            if parent_ours and vouch(uuid, names[uuid], parent,
+                                     root_of.get(uuid)):
                 proven.add(uuid)
         return proven
 
@@ -171,3 +176,4 @@ class Deletions:
         outcome.fields["deleted"] = True
         self.state.providers.pop(uuid, None)
         self.state.wrote_aggregates.pop(uuid, None)
+

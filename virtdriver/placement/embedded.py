@@ -26,8 +26,11 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-#: The only address the service listens on: it has no authentication.
-HOST = "127.0.0.1"
+from virtdriver.placement.endpoint import LOOPBACK_HOST
+
+#: The only address the service listens on (``placement serve`` puts its
+#: owner's token in front of it).
+HOST = LOOPBACK_HOST
 #: The in-process service's made-up URL (never resolved: no socket).
 IN_PROCESS_URL = "http://placement.in-process.invalid"
 _configured: str | None = None

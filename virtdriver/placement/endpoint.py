@@ -13,6 +13,9 @@ import urllib.parse
 
 #: What to give instead, for messages.
 EXAMPLE = "http://placement.example:8778"
+#: The address a Placement of this process (embedded, ``placement
+#: serve``) listens on and is named by.
+LOOPBACK_HOST = "127.0.0.1"
 
 
 def endpoint_problem(url: str) -> str | None:

@@ -81,6 +81,40 @@ class Moves:
         return (relist(roots) if moved and not self.dry_run
                 else listed), stuck
 
+    def out_of_gone_parents(
+            self, managed: list[ProviderData], listed: dict[str, Listed],
+            keep: set[str], wanted: set[str],
+            outcome_for: Callable[[str, str], OutcomeBuilder]) -> None:
+        """Move our providers whose parent in Placement is leaving (not
+        in the tree any more) to their new parent, before the deletions:
+        a device provider under a NUMA cell the tree no longer has (a
+        switch to flat) would otherwise keep that cell from being deleted
+        until the next sync.  ``keep``: providers held this sync;
+        ``wanted``: every provider of the tree.  ``listed`` is updated
+        with where each moved provider is now.
+        """
+        for desired in managed:
+            item = listed.get(desired.uuid)
+            if (item is None or desired.uuid in keep
+                    or item.parent_uuid == desired.parent_uuid
+                    or item.parent_uuid is None
+                    or item.parent_uuid in wanted
+                    or desired.parent_uuid not in listed):
+                continue
+            outcome = outcome_for(desired.uuid, desired.name)
+            try:
+                moved = self.move(desired, Known(
+                    item.uuid, item.name, item.parent_uuid, item.root_uuid,
+                    item.generation), outcome)
+            except (PlacementUnavailable, PlacementTLSError):
+                raise
+            except PlacementError as exc:
+                outcome.error(str(exc))
+                continue
+            listed[desired.uuid] = item._replace(
+                name=moved.name, parent_uuid=moved.parent_uuid,
+                root_uuid=moved.root_uuid, generation=moved.generation)
+
     def elsewhere(self, desired: ProviderData) -> Listed:
         """Placement refused to create ``desired`` as a duplicate: find
         why.  If Placement has a provider with its uuid, that is our

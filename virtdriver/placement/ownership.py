@@ -137,15 +137,18 @@ class TrackerOwnership:
         return owned.union(Ownership(frozenset(extra)))
 
     def vouches_for_gone(self, uuid: str, name: str,
-                         parent_uuid: str | None) -> bool:
+                         parent_uuid: str | None,
+                         root_uuid: str | None = None) -> bool:
         """Whether a provider gone from the tree, as Placement lists it
         (``name``, ``parent_uuid``), is provably the driver's: a child
         whose uuid is derived from its parent's and its name, or a root
         the driver recognises (its derived uuid) and no longer has as a
-        node.  The sync asks only for providers Placement lists, so no
-        state file supplies these facts."""
+        node.  Given ``root_uuid``, a child derived from its root and
+        name (a device provider under a NUMA cell) is provably ours too.
+        The sync asks only for providers Placement lists, so no state
+        file supplies these facts."""
         if parent_uuid is not None:
-            return is_derived_child(uuid, name, parent_uuid)
+            return is_derived_child(uuid, name, parent_uuid, root_uuid)
         driver = self.tracker.driver
         try:
             nodes = frozenset(driver.get_available_nodes())
@@ -164,7 +167,8 @@ class TrackerOwnership:
         managed = self.tracker.manages(uuid)
         if record.parent_uuid is not None:
             if not (managed or is_derived_child(uuid, record.name,
-                                                record.parent_uuid)):
+                                                record.parent_uuid,
+                                                record.root_uuid)):
                 return None
             return self._node_ownership(record.parent_uuid)
         try:

@@ -24,8 +24,8 @@ added under an existing root, or one gone) and a provider has no record;
 or a provider with huge pages whose ``MEMORY_MB`` total goes down (or
 has no record): before a cell's ``MEMORY_MB`` was its small-page memory
 only, an instance on huge pages held ``MEMORY_MB`` for the same memory
-too, and the reshape drops that repeat (:func:`~.reshape_plan.
-doubled_memory`) as it lowers the total.
+too, and the reshape drops that repeat (:mod:`.memory_upgrade`) as it
+lowers the total.
 Nothing is read otherwise, so a steady-state sync still costs one read.
 Those providers' allocations are read (``GET
 /resource_providers/{uuid}/allocations``); only if one of them uses a
@@ -85,8 +85,9 @@ import os_resource_classes as orc
 
 from virtdriver.claims.usage import InstanceFit
 from virtdriver.drivers.host_tree import (
-    PAGE_RC_PREFIX, cell_provider_name, page_resource_class)
+    cell_provider_name, page_resource_class)
 from virtdriver.drivers.identity import is_derived_child
+from virtdriver.placement.memory_upgrade import holds_pages, memory_shrinks
 from virtdriver.placement.errors import (
     DuplicateProvider, GenerationConflict, InventoryInUse, PlacementError,
     PlacementRequestError, PlacementUnavailable, ProviderInUse,
@@ -183,27 +184,6 @@ def fit_placement(fit: InstanceFit, nodename: str, tree: TreeReader
     add(root, orc.VCPU, fit.floating_vcpus)
     add(root, orc.MEMORY_MB, fit.floating_memory_mb)
     return found
-
-
-def _holds_pages(inventory: Mapping[str, Any]) -> bool:
-    """Memory and huge pages on one provider: where an allocation made
-    before ``MEMORY_MB`` meant small pages only may hold memory twice."""
-    return orc.MEMORY_MB in inventory and any(
-        rc.startswith(PAGE_RC_PREFIX) for rc in inventory)
-
-
-def _memory_shrinks(before: Mapping[str, Any], after: Mapping[str, Any]
-                    ) -> bool:
-    """``MEMORY_MB``'s total goes down beside huge pages (the upgrade to
-    small-page ``MEMORY_MB``, or fewer small pages): allocations may hold
-    memory twice."""
-    old, new = before.get(orc.MEMORY_MB), after.get(orc.MEMORY_MB)
-    return (old is not None and new is not None
-            and _total(new) < _total(old) and _holds_pages(after))
-
-
-def _total(record: Any) -> int:
-    return record["total"] if isinstance(record, Mapping) else record.total
 
 
 def in_use_message(provider: ProviderData, exc: InventoryInUse) -> str:
@@ -328,7 +308,8 @@ class Reshaper:
                 item = listed[uuid]
                 known[uuid] = self.owned_for(uuid) is not None or (
                     item.parent_uuid in listed
-                    and is_derived_child(uuid, item.name, item.parent_uuid)
+                    and is_derived_child(uuid, item.name, item.parent_uuid,
+                                         item.root_uuid)
                     and ours(item.parent_uuid))
             return known[uuid]
 
@@ -346,10 +327,10 @@ class Reshaper:
             target = wanted[item.uuid].inventory if item.uuid in wanted \
                 else {}
             record = self.state.providers.get(item.uuid)
-            if (record is None and (shape or _holds_pages(target))) or (
+            if (record is None and (shape or holds_pages(target))) or (
                     record is not None
                     and (set(record.inventory) - set(target)
-                         or _memory_shrinks(record.inventory, target))):
+                         or memory_shrinks(record.inventory, target))):
                 found.append(item.uuid)
         return found
 

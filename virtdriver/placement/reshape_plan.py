@@ -30,6 +30,11 @@ Where a moving consumer now belongs:
   or moves to the one provider of the tree that will offer it (flat mode:
   the root).  When no provider or several would (two NUMA cells), its
   destination is not known.
+* **Nowhere**: a provider gone from the tree whose allocated classes no
+  provider of the tree offers (a device that vanished, seen by a sync
+  whose tracker could not keep it) is left out of the reshape — its
+  allocations stay on it, the deletions keep it while they last — rather
+  than holding the whole tree.
 
 * **The driver's word**, when the driver reshaped (it raised
   ``ReshapeNeeded`` and moved the allocations it was given,
@@ -52,6 +57,7 @@ from types import MappingProxyType
 import os_resource_classes as orc
 
 from virtdriver.drivers.host_tree import PAGE_RC_PREFIX
+from virtdriver.placement.memory_upgrade import doubled_memory, undouble
 from virtdriver.placement.plan import same_inventory
 from virtdriver.providers.inventory import Inventory
 from virtdriver.providers.record import ProviderData
@@ -257,47 +263,6 @@ def _lost(current: Mapping[str, ProviderNow],
     return found
 
 
-def doubled_memory(current: Mapping[str, ProviderNow]
-                   ) -> dict[str, frozenset[str]]:
-    """Provider → the consumers holding the same memory twice there: huge
-    pages and, beside them, ``MEMORY_MB`` for the memory those pages hold
-    — what an instance on huge pages was allocated before a cell's
-    ``MEMORY_MB`` became its small-page memory only."""
-    found = {}
-    for uuid, provider in current.items():
-        twice = frozenset(c for c, used in provider.allocations.items()
-                          if _doubled_mb(used))
-        if twice:
-            found[uuid] = twice
-    return found
-
-
-def undouble(allocations: Allocations) -> Allocations:
-    """``allocations`` without the ``MEMORY_MB`` that only repeats the
-    memory of huge pages held on the same provider (the upgrade of
-    :func:`doubled_memory`'s consumers); others unchanged."""
-    new = {}
-    for rp, used in allocations.items():
-        doubled = _doubled_mb(used)
-        res = dict(used)
-        if doubled:
-            res[orc.MEMORY_MB] -= doubled
-        new[rp] = {rc: n for rc, n in res.items() if n}
-    return _frozen(new)
-
-
-def _doubled_mb(used: Mapping[str, int]) -> int:
-    """MiB of ``MEMORY_MB`` in ``used`` that its huge pages repeat."""
-    memory = used.get(orc.MEMORY_MB, 0)
-    if not memory:
-        return 0
-    huge = sum(amount * int(rc[len(PAGE_RC_PREFIX):]) // 1024
-               for rc, amount in used.items()
-               if rc.startswith(PAGE_RC_PREFIX)
-               and rc[len(PAGE_RC_PREFIX):].isdigit())
-    return min(memory, huge)
-
-
 def moving_consumers(current: Mapping[str, ProviderNow],
                      desired: Iterable[ProviderData]) -> list[str]:
     """The consumers holding an allocation that must move, sorted."""
@@ -338,6 +303,13 @@ def plan_reshape(current: Current, desired: Iterable[ProviderData],
     wanted = {p.uuid: p for p in desired}
     providers = current.providers
     lost = in_use(providers, wanted)
+    stranded = _stranded(lost, wanted)
+    if stranded:
+        # Nothing can take what is allocated on them: they stay as they
+        # are (the deletions keep them while allocated), and consumers'
+        # allocations there are kept as they are.
+        providers = {u: p for u, p in providers.items() if u not in stranded}
+        lost = {u: c for u, c in lost.items() if u not in stranded}
     tree = set(providers) | set(wanted)
     given = {c: a for c, a in (given or {}).items()
              if any(c in p.allocations for p in providers.values())}
@@ -385,6 +357,17 @@ def plan_reshape(current: Current, desired: Iterable[ProviderData],
                        MappingProxyType(names))
     return _plan(providers, wanted, lost, moves, current.consumers, names,
                  consumer_types)
+
+
+def _stranded(lost: Mapping[str, tuple[str, ...]],
+              wanted: Mapping[str, ProviderData]) -> set[str]:
+    """Providers gone from the tree whose allocated classes no provider
+    of the tree will offer (a device that vanished): no reshape can move
+    those allocations anywhere."""
+    offered = {rc for provider in wanted.values()
+               for rc in provider.inventory}
+    return {uuid for uuid, classes in lost.items()
+            if uuid not in wanted and not offered.intersection(classes)}
 
 
 def _plan(providers: Mapping[str, ProviderNow],

@@ -29,14 +29,15 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from virtdriver.placement.embedded import HOST
+from virtdriver.placement.endpoint import LOOPBACK_HOST
 from virtdriver.state_dir import chosen_path, read_state_file
 from virtdriver.state_file import write_atomically
 
 #: The token file's name before and after the port.
 PREFIX, SUFFIX = "placement-serve-", ".token"
-#: The host names a served Placement's URL may use (it listens on HOST).
-LOOPBACK_NAMES = (HOST, "localhost")
+#: The host names a served Placement's URL may use (it listens on
+#: LOOPBACK_HOST).
+LOOPBACK_NAMES = (LOOPBACK_HOST, "localhost")
 #: Random bytes in a token (URL-safe base64 of them: 43 characters).
 TOKEN_BYTES = 32
 

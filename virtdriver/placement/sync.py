@@ -272,6 +272,9 @@ class _Run:
         self.outcomes.update(reshaped.outcomes)
         self.notes.extend(reshaped.notes)
         self.conflicts += reshaped.conflicts
+        self.moves.out_of_gone_parents(
+            managed, listed, reshaped.held, {p.uuid for p in desired},
+            self._outcome)
         gone = Deletions(self.client, state, self.owned_for,
                          dry_run=self.dry_run)
         # What a reshape deleted already is not deleted twice.

@@ -152,7 +152,9 @@ class Transport:
         if body is not None:
             kwargs["json"] = body
         if params:
-            kwargs["params"] = dict(params)
+            # A list of pairs keeps a repeated key (same_subtree).
+            kwargs["params"] = (list(params) if isinstance(params, list)
+                                else dict(params))
         try:
             response = self.adapter.request(path, method, **kwargs)
         except ks_exc.ClientException as exc:

@@ -68,4 +68,10 @@ def _fit_lines(fit: Any, pad: str) -> list[str]:
         parts.append(f"{cell.memory_mb} MiB{pages}")
         lines.append(f"{pad}guest cell {cell.guest_cell} -> host cell "
                      f"{cell.host_cell}: " + "; ".join(parts))
+    for device in getattr(fit, "devices", ()):
+        where = ("no NUMA cell" if device.cell is None
+                 else f"cell {device.cell}")
+        lines.append(f"{pad}device {device.source}: {device.provider} "
+                     f"({where}) {device.resource_class}: "
+                     + ", ".join(device.units))
     return lines

@@ -15,19 +15,48 @@ from virtdriver.claims.placement_request import PlacementRequest
 
 def candidate_rows(request: PlacementRequest, body: dict[str, Any]
                    ) -> list[dict[str, Any]]:
-    """Each candidate as ``{"groups": {guest node|"root": provider},
-    "allocations": {provider: {rc: n}}}``."""
+    """Each candidate as ``{"groups": {guest node|device suffix:
+    provider}, "allocations": {provider: {rc: n}}}``."""
     rows = []
     for candidate in body.get("allocation_requests", []):
         mappings = candidate.get("mappings") or {}
         groups = {}
         for group in request.groups:
             if group.suffix and mappings.get(group.suffix):
-                groups[str(group.guest_node)] = mappings[group.suffix][0]
+                key = (group.suffix if group.guest_node is None
+                       else str(group.guest_node))
+                groups[key] = mappings[group.suffix][0]
         rows.append({"groups": groups, "allocations": {
             rp: dict(entry.get("resources", {}))
             for rp, entry in sorted(candidate["allocations"].items())}})
     return rows
+
+
+def device_lines(request: PlacementRequest) -> list[str]:
+    """``# device _DEV1 (alias gpu #1): …`` per device group: what
+    Placement decides and what the claim checks, by policy."""
+    lines = []
+    numa = request.numa is not None
+    for group in request.groups:
+        device = group.device
+        if device is None:
+            continue
+        what = ",".join(f"{rc}:{n}" for rc, n in group.resources.items())
+        if not numa:
+            says = "floats (no NUMA topology): any provider, no affinity"
+        else:
+            says = {
+                "required": "Placement: a provider under guest node 0's "
+                            "cell (same_subtree), exact",
+                "legacy": "Placement: any provider; the claim: guest node "
+                          "0's cell or no cell",
+                "preferred": "Placement: any provider; the claim: any",
+                "socket": "Placement: any provider; the claim: a cell on "
+                          "guest node 0's socket",
+            }[device.policy]
+        lines.append(f"# device {group.suffix} ({device.source}): {what}, "
+                     f"policy {device.policy}: {says}")
+    return lines
 
 
 def render_placement_request(request: PlacementRequest,
@@ -49,6 +78,7 @@ def render_placement_request(request: PlacementRequest,
     lines = [request.query_string()]
     lines += [f"# not expressed: {u.case}: {u.message}"
               for u in request.unexpressed]
+    lines += device_lines(request)
     lines.append(f"# microversion {request.microversion}")
     if host is not None:
         node, short = host
@@ -58,8 +88,9 @@ def render_placement_request(request: PlacementRequest,
         rows = candidate_rows(request, body)
         lines.append(f"{len(rows)} candidate(s)")
         for number, row in enumerate(rows, 1):
-            nodes = ", ".join(f"guest node {n} -> {rp}"
-                              for n, rp in row["groups"].items())
+            nodes = ", ".join(
+                f"device {n} -> {rp}" if n.startswith("_") else
+                f"guest node {n} -> {rp}" for n, rp in row["groups"].items())
             taken = "; ".join(
                 f"{rp}: " + ",".join(f"{rc}:{n}" for rc, n in
                                      sorted(res.items()))

@@ -16,6 +16,10 @@ from typing import Any
 from virtdriver.claims.allocation import (
     allocated_cells, corrected_allocations, refusal)
 from virtdriver.claims.constraints import numa_constraints
+from virtdriver.claims.device_claim import DevicesRefused
+from virtdriver.claims.device_request import PciAlias, device_requests
+from virtdriver.resource_tracker.device_claims import (
+    DeviceContext, narrow_node0, take_devices)
 from virtdriver.claims.fit import DoesNotFit, fit
 from virtdriver.claims.placement_request import unexpressed
 from virtdriver.claims.model import ClaimError, Instance
@@ -53,13 +57,18 @@ def host_of(driver: ComputeDriver, nodename: str) -> HostResources:
 def claim_instance(driver: ComputeDriver, claims: ClaimsFile,
                    instance: Instance, nodename: str, *,
                    allocations: Mapping[str, Mapping[str, int]] | None = None,
-                   tree: TreeReader | None = None) -> InstanceFit:
+                   tree: TreeReader | None = None,
+                   aliases: Mapping[str, PciAlias] | None = None
+                   ) -> InstanceFit:
     """Fit ``instance`` on ``nodename`` and record the claim.
 
     With ``allocations`` (the scheduler's, ``{provider uuid: {resource
     class: amount}}``) each guest node is pinned within the cell the
     allocation gave it (cell providers looked up in ``tree``), or the
-    claim is refused and nothing changes.
+    claim is refused and nothing changes.  Devices the flavor asks
+    (``aliases``: ``[pci] alias``) are chosen within the allocation's
+    device providers, or on any of the node's without one
+    (:mod:`.device_claims`).
 
     Raises:
         InvalidRequest: the flavor and image make no valid request.
@@ -78,6 +87,13 @@ def claim_instance(driver: ComputeDriver, claims: ClaimsFile,
             "check one with `virtdriver rebuild-check`")
     usage = claims.usage(nodename, host)
     request = numa_constraints(instance.flavor, instance.image_properties)
+    wanted = device_requests(instance.flavor.extra_specs,
+                             instance.image_properties, aliases)
+    devices = (DeviceContext.of(driver, tree, nodename, usage, wanted,
+                                allocations)
+               if wanted or allocations is not None else None)
+    if devices is not None and not wanted and not devices.allocation:
+        devices = None         # no device asked, none allocated
     allowed = None
     if allocations is not None:
         if tree is None or not tree.exists(nodename):
@@ -87,6 +103,9 @@ def claim_instance(driver: ComputeDriver, claims: ClaimsFile,
         allowed = allocated_cells(request, allocations,
                                   _cell_providers(tree, nodename, host),
                                   tree.data(nodename).uuid, instance.uuid)
+    if devices is not None and request is not None:
+        allowed = narrow_node0(devices, request, host, allowed,
+                               instance.uuid)
     try:
         found = fit(request, instance.flavor, host, usage,
                     cpu_allocation_ratio=host.pinning.cpu_allocation_ratio,
@@ -96,6 +115,11 @@ def claim_instance(driver: ComputeDriver, claims: ClaimsFile,
             raise
         raise refusal(instance.uuid, allowed, exc.reasons,
                       unexpressed(request)) from None
+    if devices is not None:
+        try:
+            found = take_devices(devices, found)
+        except DevicesRefused as exc:
+            raise devices.refused(exc, allowed) from None
     updated = claim(usage, found, host)
     claims.save({**_all(driver, claims), nodename: updated})
     return found
@@ -171,6 +195,13 @@ def provider_usages(driver: ComputeDriver, claims: ClaimsFile,
             into = result.setdefault(target, {})
             for rc, amount in row.items():
                 into[rc] = into.get(rc, 0) + amount
+        for held in usage.instances.values():
+            for device in held.devices:
+                if tree.exists(device.provider):
+                    into = result.setdefault(
+                        tree.record(device.provider).uuid, {})
+                    into[device.resource_class] = into.get(
+                        device.resource_class, 0) + len(device.units)
     return {uuid: MappingProxyType(row) for uuid, row in result.items()}
 
 

@@ -5,6 +5,7 @@ rebuild claim, serialised with every update on the state directory."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from virtdriver.claims.model import Instance
 from virtdriver.claims.rebuild import ProviderInfo
@@ -21,13 +22,17 @@ class TrackerClaims:
 
     def instance_claim(self, instance: Instance, nodename: str, *,
                        allocations: Mapping[str, Mapping[str, int]]
-                       | None = None) -> InstanceFit:
+                       | None = None,
+                       aliases: Mapping[str, Any] | None = None
+                       ) -> InstanceFit:
         """Fit ``instance`` onto ``nodename``'s NUMA cells and record it.
 
         With ``allocations`` (the scheduler's, ``{provider uuid: {resource
         class: amount}}``) it is pinned within exactly the cells they name,
         or refused (:class:`~virtdriver.claims.allocation.
-        AllocationRefused`) changing nothing.
+        AllocationRefused`) changing nothing.  ``aliases`` (``[pci]
+        alias``, :func:`~virtdriver.conf.pci_alias.pci_aliases`) name the
+        devices a flavor's ``pci_passthrough:alias`` asks for.
 
         Serialised with every other claim, release and update on the state
         directory (threads and processes alike), so claims never
@@ -42,7 +47,7 @@ class TrackerClaims:
         with self._state_lock(), self.tree.lock:
             return claim_instance(self.driver, self._claims_file, instance,
                                   nodename, allocations=allocations,
-                                  tree=self.tree)
+                                  tree=self.tree, aliases=aliases)
 
     def release(self, instance_uuid: str) -> str:
         """Free exactly what ``instance_uuid`` claimed; return its node.

@@ -13,10 +13,20 @@ emulator threads) is asked of Placement with ``placement_request``:
 * every candidate is accepted by the claim with that allocation, or
   refused naming a case the request lists as unexpressed;
 * so whenever Placement returns nothing, the claim finds no room.
+
+Hosts carry devices too (the fake driver's ``devices:`` list: PCI
+functions with and without a NUMA node, PFs whose VFs are pooled, mdev
+parents), and flavors ask for them (``[pci] alias`` through
+``pci_passthrough:alias``, ``resources:VGPU``) with every NUMA affinity
+policy; the existing claims hold devices, booked in Placement with their
+cells.  A device request adds the documented cases ``devices-isolated``
+(fits, no candidate) and ``device-numa-legacy``/``-socket`` (a candidate
+refused).
 """
 
 from __future__ import annotations
 
+import os
 import uuid as uuidlib
 from collections import Counter
 
@@ -25,16 +35,24 @@ from hypothesis import strategies as st
 from placement_helpers import Host
 
 from virtdriver.claims.allocation import AllocationRefused, claim_consumption
+from virtdriver.claims.device_request import parse_aliases
 from virtdriver.claims.fit import DoesNotFit
 from virtdriver.claims.model import Flavor, Instance, InvalidRequest
 from virtdriver.claims.placement_request import (
-    CASES, FLOATING_SPLIT, placement_request)
+    CASES, DEVICES_ISOLATED, FLOATING_SPLIT, placement_request)
 from virtdriver.conf.options import make_conf
 from virtdriver.drivers.fake import FakeDriver
 from virtdriver.drivers.host_tree import cell_provider_name
 from virtdriver.placement.candidates import allocation_candidates
 
 NAME = "fake-agree"
+#: The aliases generated flavors name (classes the generated devices sell).
+ALIASES = parse_aliases([
+    '{"name": "gpu", "vendor_id": "10de", "product_id": "1eb8"}',
+    '{"name": "vf", "vendor_id": "8086", "product_id": "154c", '
+    '"device_type": "type-VF"}'])
+#: What may make a claim find room where Placement offers no candidate.
+NO_CANDIDATE_CASES = {FLOATING_SPLIT, DEVICES_ISOLATED}
 #: Totals over every example run in this process (the report's figures).
 TALLY: Counter = Counter()
 
@@ -47,7 +65,34 @@ def host_specs():
         "memory_mb_per_cell": st.sampled_from([4096, 8192]),
         "pages_per_cell": st.sampled_from([{2048: 1024}, {}, {2048: 512}]),
         "dedicated": st.sampled_from(["half", "all", "none"]),
+        # One device of each kind (on a drawn cell, or none), then up to
+        # two more of any kind: a flavor's devices often exist somewhere.
+        "devices": st.tuples(*(st.tuples(
+            st.just(kind), st.sampled_from([0, 1, None]),
+            st.integers(1, 3)) for kind in ("pci", "pf", "mdev"))).map(
+                list).flatmap(lambda first: st.lists(st.tuples(
+                    st.sampled_from(["pci", "pf", "mdev"]),
+                    st.sampled_from([0, 1, None]), st.integers(1, 3)),
+                    max_size=2).map(lambda more: first + more)),
     })
+
+
+def device_entries(drawn, cells):
+    """The fake host's ``devices:`` for drawn (kind, numa, count)s."""
+    entries = []
+    for bus, (kind, numa, count) in enumerate(drawn, 0x81):
+        entry = {"address": f"0000:{bus:02x}:00.0",
+                 "numa_node": numa if numa is None or numa < cells else 0}
+        if kind == "pci":
+            entry.update(vendor_id="10de", product_id="1eb8")
+        elif kind == "pf":
+            entry.update(vendor_id="8086", product_id="1572",
+                         vf_product_id="154c", vfs=count)
+        else:
+            entry.update(vendor_id="10de", product_id="2236",
+                         mdev_type="nvidia-35", instances=count)
+        entries.append(entry)
+    return entries
 
 
 @st.composite
@@ -98,12 +143,27 @@ def flavors(draw):
                                  "2048"]))
     if page:
         specs["hw:mem_page_size"] = page
+    # Half the flavors ask no device, so the NUMA cases keep their share.
+    wanted = draw(st.sampled_from([None] * 5 + [
+        "gpu:1", "vf:1", "vf:2", "gpu:1,vf:1", "VGPU"]))
+    if wanted == "VGPU":
+        specs["resources:VGPU"] = "1"
+    elif wanted:
+        specs["pci_passthrough:alias"] = wanted
+    if wanted:
+        policy = draw(st.sampled_from([None, "required", "legacy",
+                                       "preferred", "socket"]))
+        if policy and draw(st.booleans()):
+            specs["hw:pci_numa_affinity_policy"] = policy
+        elif policy:
+            image["hw_pci_numa_affinity_policy"] = policy
     return vcpus, memory, specs, image
 
 
 def driver_for(spec) -> FakeDriver:
     spec = dict(spec)
     mode = spec.pop("dedicated")
+    spec["devices"] = device_entries(spec.pop("devices", []), spec["cells"])
     conf = make_conf([])
     per_cell = spec["cores_per_cell"] * spec["threads_per_core"]
     if mode == "all":
@@ -136,6 +196,11 @@ def allocate(client, host: Host, vm: Instance, fit) -> None:
     allocations = {
         host.uuid(cell_provider_name(NAME, cell)): {"resources": row}
         for cell, row in claim_consumption(fit).items()}
+    for device in fit.devices:
+        row = allocations.setdefault(host.uuid(device.provider),
+                                     {"resources": {}})["resources"]
+        row[device.resource_class] = row.get(device.resource_class, 0) \
+            + len(device.units)
     client.request("PUT", f"/allocations/{vm.uuid}", body={
         "allocations": allocations, "project_id": str(uuidlib.uuid4()),
         "user_id": str(uuidlib.uuid4()), "consumer_generation": None,
@@ -145,7 +210,8 @@ def allocate(client, host: Host, vm: Instance, fit) -> None:
 def check_agreement(client, tmp, spec, existing, flavor) -> None:
     vm = instance(flavor)
     try:
-        request = placement_request(vm.flavor, vm.image_properties, limit=5)
+        request = placement_request(vm.flavor, vm.image_properties, limit=5,
+                                    aliases=ALIASES)
     except InvalidRequest:
         TALLY["invalid flavor/image, skipped"] += 1
         assume(False)
@@ -155,7 +221,7 @@ def check_agreement(client, tmp, spec, existing, flavor) -> None:
     for other in existing:
         held = instance(other)
         try:
-            fit = tracker.instance_claim(held, NAME)
+            fit = tracker.instance_claim(held, NAME, aliases=ALIASES)
         except (DoesNotFit, InvalidRequest):
             continue
         if fit.cells:              # floating claims have no cell to book
@@ -164,28 +230,34 @@ def check_agreement(client, tmp, spec, existing, flavor) -> None:
             tracker.release(held.uuid)
     cases = {u.case for u in request.unexpressed}
     try:
-        tracker.instance_claim(vm, NAME)
+        tracker.instance_claim(vm, NAME, aliases=ALIASES)
         room = True
         tracker.release(vm.uuid)
-    except DoesNotFit:
+    except DoesNotFit as exc:
         room = False
+        if "has no device" in str(exc):
+            TALLY["  no room for the devices"] += 1
     candidates = allocation_candidates(client, request)["allocation_requests"]
     TALLY["examples"] += 1
+    if request.devices:
+        TALLY["examples asking devices"] += 1
     TALLY["claim finds room" if room else "claim finds no room"] += 1
     TALLY["Placement offers candidates" if candidates
           else "Placement offers none"] += 1
     if room and not candidates:
-        assert FLOATING_SPLIT in cases, (
+        assert cases & NO_CANDIDATE_CASES, (
             f"our claim fits but Placement offers no candidate for "
             f"{request.query_string()}")
-        TALLY["documented: fits, no candidate (floating-instance)"] += 1
+        for case in sorted(cases & NO_CANDIDATE_CASES):
+            TALLY[f"documented: fits, no candidate ({case})"] += 1
     accepted = 0
     for candidate in candidates:
         allocations = {rp: entry["resources"]
                        for rp, entry in candidate["allocations"].items()}
         TALLY["candidates"] += 1
         try:
-            tracker.instance_claim(vm, NAME, allocations=allocations)
+            tracker.instance_claim(vm, NAME, allocations=allocations,
+                                   aliases=ALIASES)
         except AllocationRefused as refused:
             assert refused.cases, (
                 f"candidate {allocations} refused outside every documented "
@@ -197,6 +269,8 @@ def check_agreement(client, tmp, spec, existing, flavor) -> None:
             continue
         accepted += 1
         TALLY["candidate accepted"] += 1
+        if request.devices:
+            TALLY["  accepted with devices"] += 1
         tracker.release(vm.uuid)
     if accepted:
         assert room, "a candidate was claimed where the claim found no room"
@@ -239,6 +313,19 @@ DOCUMENTED = [
       "memory_mb_per_cell": 4096, "pages_per_cell": {}, "dedicated": "all"},
      [], (1, 512, {"hw:cpu_policy": "dedicated",
                    "hw:mem_page_size": "large"}, {})),
+    # device-numa-legacy: the GPU on cell 1 floats; a candidate with the
+    # guest node on cell 0 is refused.
+    ({"cells": 2, "cores_per_cell": 3, "threads_per_core": 1,
+      "memory_mb_per_cell": 4096, "pages_per_cell": {}, "dedicated": "none",
+      "devices": [("pci", 1, 1)]},
+     [], (1, 512, {"hw:numa_nodes": "1", "pci_passthrough:alias": "gpu:1"},
+          {})),
+    # devices-isolated: two VFs of the one pool for a two-node guest.
+    ({"cells": 2, "cores_per_cell": 3, "threads_per_core": 1,
+      "memory_mb_per_cell": 4096, "pages_per_cell": {}, "dedicated": "none",
+      "devices": [("pf", None, 2)]},
+     [], (2, 512, {"hw:numa_nodes": "2", "pci_passthrough:alias": "vf:2"},
+          {})),
 ]
 
 
@@ -257,7 +344,10 @@ def test_placement_and_our_claims_agree(placement_pool, tmp_path_factory,
         one(*case)
     documented = {k for k in TALLY if k.startswith("  case ")}
 
-    @settings(max_examples=25, deadline=None, derandomize=True,
+    # VIRTDRIVER_AGREEMENT_EXAMPLES=200 for a longer run by hand.
+    @settings(max_examples=int(os.environ.get(
+                  "VIRTDRIVER_AGREEMENT_EXAMPLES", "25")), deadline=None,
+              derandomize=True,
               database=None,
               suppress_health_check=[HealthCheck.too_slow,
                                      HealthCheck.filter_too_much])
@@ -274,5 +364,8 @@ def test_placement_and_our_claims_agree(placement_pool, tmp_path_factory,
     assert TALLY["claim finds room"] and TALLY["candidate accepted"], TALLY
     assert TALLY["claim finds no room"], TALLY
     assert documented >= {"  case thread-policy-require",
-                          "  case page-size-choice"}, TALLY
+                          "  case page-size-choice",
+                          "  case device-numa-legacy"}, TALLY
     assert TALLY["documented: fits, no candidate (floating-instance)"], TALLY
+    assert TALLY["documented: fits, no candidate (devices-isolated)"], TALLY
+    assert TALLY["examples asking devices"], TALLY

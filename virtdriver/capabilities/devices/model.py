@@ -210,9 +210,9 @@ class HostDevices:
 
     ``source`` names where they were read (a URI, a snapshot directory).
     ``vanished`` names devices listed but gone before their XML could be
-    read (hot-unplugged during the reading; see
-    ``docs/devices-reading.md``).  ``ignored`` holds ``(name, reason)``
-    for devices read but left out: a PCI function whose address is out of
+    read (hot-unplugged during the reading; see ``docs/devices.md``,
+    "Reading devices").  ``ignored`` holds ``(name, reason)`` for devices
+    read but left out: a PCI function whose address is out of
     PCI's ranges (libvirt accepts ``<bus>4294967295</bus>``).  Build it
     with :meth:`build`, which indexes the lookups.
     """

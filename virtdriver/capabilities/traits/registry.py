@@ -8,8 +8,8 @@ driver sets and what it owns cannot drift apart.
 from __future__ import annotations
 
 from virtdriver.capabilities.traits import (
-    capability_flags, cpu_features, devices, firmware, guest_models,
-    host_traits, memory_encryption)
+    capability_flags, cpu_features, device_providers, devices, firmware,
+    guest_models, host_traits, memory_encryption)
 from virtdriver.capabilities.traits.ownership import Ownership
 
 LIBVIRT_FAMILIES = (
@@ -20,6 +20,7 @@ LIBVIRT_FAMILIES = (
     *firmware.FAMILIES,
     memory_encryption.FAMILY,
     capability_flags.FAMILY,
+    *device_providers.FAMILIES,
 )
 
 LIBVIRT_OWNERSHIP = Ownership.of(LIBVIRT_FAMILIES)

@@ -29,8 +29,11 @@ import libvirt
 
 from virtdriver.capabilities import CapabilityXMLError
 from virtdriver.capabilities.cpu_map import CPUModelCatalog
+from virtdriver.capabilities.devices.model import DevicesReading
 from virtdriver.capabilities.traits.derive import TraitReport
 from virtdriver.capabilities.traits.registry import LIBVIRT_OWNERSHIP
+from virtdriver.capabilities.traits.ownership import Ownership
+from virtdriver.conf.device_rules import device_rules
 from virtdriver.conf.disk import DiskConfig, disk_config
 from virtdriver.conf.guest import trait_config
 from virtdriver.conf.pinning import pinning_config
@@ -40,12 +43,17 @@ from virtdriver.drivers.base import (
     ComputeDriver, DriverError, NodeCapabilities, ProviderTreeLike)
 from virtdriver.drivers.host_resources import (
     HostResourceError, HostResources, host_resources)
-from virtdriver.drivers.host_tree import provider_reports, publish_host
+from virtdriver.drivers.device_tree import lift_device_providers
+from virtdriver.drivers.host_tree import (
+    cell_provider_name, provider_reports, publish_host)
 from virtdriver.drivers.nova_tree import NovaProfile, publish_nova
 from virtdriver.drivers.libvirt.capabilities import LIBVIRT_CAPABILITIES
 from virtdriver.drivers.libvirt.connection import (
     LibvirtConnectionError, state_dir)
 from virtdriver.drivers.libvirt.cpu_map_loader import load_cpu_map
+from virtdriver.drivers.libvirt.device_providers import (
+    DeviceProviders, Usage)
+from virtdriver.drivers.libvirt.device_watch import DeviceWatch
 from virtdriver.drivers.libvirt.devices import devices_summary
 from virtdriver.drivers.libvirt.host import (
     ONLINE_FROM_CAPABILITIES, ONLINE_FROM_CPU_MAP, HostReading, Unknown)
@@ -83,11 +91,14 @@ class LibvirtDriver(ComputeDriver):
         nested: NUMA cells as child providers (default) or all on the root.
         disk_gb: the disk size (GiB) to report as ``DISK_GB``: the
             default :data:`READ_DISK` reads it (:func:`host_disk_gb`); a
-            number is a recorded size (a replayed snapshot's); a callable
-            is asked on every update (Nova's storage backends); ``None``
+            number is a recorded size (a replayed snapshot's); ``None``
             reports no ``DISK_GB`` (not known).
+        device_usage: provider uuid → class → amount allocated, or
+            ``None`` when unknown, for device providers whose device is
+            gone (:mod:`.device_providers`); default: not known.
         profile: ``numa`` (default: ``nested`` says where cells go) or
-            ``nova``: Nova's flat root (:mod:`..nova_tree`).
+            ``nova``: Nova's flat root (:mod:`..nova_tree`), no device
+            providers (Nova's own code has them).
         nova_profile: Nova's reporting options for the ``nova`` profile
             (default: Nova's defaults, the ratios and reservations of
             ``conf``).
@@ -102,6 +113,7 @@ class LibvirtDriver(ComputeDriver):
                  session: LibvirtSession | None = None,
                  nested: bool = True,
                  disk_gb: Any = READ_DISK,
+                 device_usage: Usage | None = None,
                  profile: str = "numa",
                  nova_profile: NovaProfile | None = None) -> None:
         if profile not in PROFILES:
@@ -109,7 +121,12 @@ class LibvirtDriver(ComputeDriver):
                               f"of {', '.join(PROFILES)}")
         self._profile = profile
         self._nova_profile = nova_profile
+        self._report_cache: tuple | None = None
         self._conf = conf
+        self._device_usage = device_usage
+        self._devices = DeviceProviders(usage=device_usage)
+        self._device_watch = DeviceWatch()
+        self._last_devices: DevicesReading | None = None
         self._disk_gb = disk_gb
         self._disk = DiskConfig()
         self._uri = uri
@@ -118,7 +135,6 @@ class LibvirtDriver(ComputeDriver):
         self._cpu_map: CPUModelCatalog | None = None
         self._nodename: str | None = None
         self._online_unknown: Unknown | None = None
-        self._report_cache: tuple | None = None
 
     @property
     def session(self) -> LibvirtSession:
@@ -142,6 +158,8 @@ class LibvirtDriver(ComputeDriver):
             config = trait_config(self._conf)
             pinning_config(self._conf)
             self._disk = disk_config(self._conf)
+            self._devices = DeviceProviders(device_rules(self._conf),
+                                            self._device_usage)
         except (ConfigError, ValueError) as exc:
             raise DriverError(f"libvirt driver options: {exc}") from exc
         if self._session is None:
@@ -153,8 +171,16 @@ class LibvirtDriver(ComputeDriver):
         except CapabilityXMLError as exc:
             raise DriverError(f"libvirt's CPU map: {exc}") from exc
         self._nodename = host
+        # Listen before the first reading, so an event after it is not
+        # lost; when events are heard, that reading is the one the next
+        # update re-reads after an event (not the session's "just taken").
         self._report_cache = None
-        self._resources(self._reading())
+        self._devices_need_read()
+        reading = self._reading()
+        if self._device_watch.watching:
+            reading = self._reading(fresh_devices=True)  # no new listing
+        self._last_devices = reading.devices
+        self._resources(reading)
 
     def get_available_nodes(self, refresh: bool = False) -> list[str]:
         """The one node: the host name given to :meth:`init_host`."""
@@ -177,7 +203,8 @@ class LibvirtDriver(ComputeDriver):
         self.require_node(nodename)
         reading = self._reading()
         resources, unknown = self._resources(reading)
-        report = self._report(reading, resources, unknown)
+        report = self._devices.report(
+            self._report(reading, resources, unknown), reading.devices)
         return NodeCapabilities(nodename, report, {
             "uri": reading.uri,
             "uri_reason": self.session.choice.reason,
@@ -199,22 +226,32 @@ class LibvirtDriver(ComputeDriver):
                              allocations: Mapping[str, Any] | None = None
                              ) -> None:
         """Publish the host: root with DISK_GB and host traits, one child
-        per NUMA cell with CPUs, memory, huge pages and CPU traits; or,
-        with the ``nova`` profile, everything on the root, Nova's way."""
+        per NUMA cell with CPUs, memory, huge pages and CPU traits, and
+        the device providers the rules list (:mod:`.device_providers`)."""
         self.require_node(nodename)
-        # The nova profile publishes no devices (Nova's own code does).
-        reading = self._reading(fresh_devices=self._profile != "nova")
-        resources, unknown = self._resources(reading)
-        report = self._report(reading, resources, unknown)
         if self._profile == "nova":
-            publish_nova(tree, nodename, resources=resources, report=report,
-                         profile=self.nova_profile(), disk_gb=self._disk_size(),
+            # No device providers: Nova's own code makes them.
+            reading = self._reading()
+            resources, unknown = self._resources(reading)
+            publish_nova(tree, nodename, resources=resources,
+                         report=self._report(reading, resources, unknown),
+                         profile=self.nova_profile(),
+                         disk_gb=self._disk_size(),
                          node_uuid=node_uuid(nodename))
             return
+        reading = self._reading(fresh_devices=self._devices_need_read())
+        self._last_devices = reading.devices
+        resources, unknown = self._resources(reading)
+        lift_device_providers(tree, nodename, {
+            cell_provider_name(nodename, cell.cell_id)
+            for cell in resources.cells} if self._nested else set())
         publish_host(tree, nodename, host=reading.host, resources=resources,
-                     report=report, node_uuid=node_uuid(nodename),
+                     report=self._report(reading, resources, unknown),
+                     node_uuid=node_uuid(nodename),
                      disk_gb=self._disk_size(), disk=self._disk,
                      nested=self._nested)
+        self._devices.publish(tree, nodename, reading.devices,
+                              nested=self._nested, allocations=allocations)
 
     def nova_profile(self) -> NovaProfile:
         """The ``nova`` profile's options: those given, else virtdriver's
@@ -236,16 +273,33 @@ class LibvirtDriver(ComputeDriver):
             return self._disk_gb()
         return self._disk_gb
 
+    def use_device_usage(self, usage: Usage | None) -> None:
+        """Where to learn what is allocated on a device provider whose
+        device changed (the agent passes Placement's, see
+        :func:`virtdriver.placement.usages.provider_usage`)."""
+        self._device_usage = usage
+        self._devices.use_usage(usage)
+
+    def ownership_for(self, nodename: str) -> Ownership:
+        """The registry, plus the traits the device rules name."""
+        return self._devices.ownership
+
     def provider_traits(self, nodename: str) -> Mapping[str, TraitReport]:
         """The report each provider follows, as the tree publishes them
-        (:func:`~..host_tree.provider_reports`)."""
+        (:func:`~..host_tree.provider_reports`), then each device
+        provider's (:mod:`.device_providers`)."""
         self.require_node(nodename)
         reading = self._reading()
         resources, unknown = self._resources(reading)
-        return provider_reports(nodename, reading.host,
-                                self._report(reading, resources, unknown),
-                                nested=(self._nested
-                                        and self._profile != "nova"))
+        reports = provider_reports(
+            nodename, reading.host, self._report(reading, resources,
+                                                 unknown),
+            nested=self._nested and self._profile != "nova")
+        if self._profile == "nova":
+            return reports
+        reports.update(self._devices.provider_reports(nodename,
+                                                      reading.devices))
+        return reports
 
     def node_resources(self, nodename: str) -> HostResources:
         """The host's NUMA cells as the tree publishes them (from the
@@ -253,10 +307,37 @@ class LibvirtDriver(ComputeDriver):
         self.require_node(nodename)
         return self._resources(self._reading())[0]
 
+    def node_devices(self, nodename: str):
+        """Device provider name → its units (which function, VF or mdev),
+        from the cached reading; none while devices are unknown."""
+        from virtdriver.drivers.device_units import device_units
+        self.require_node(nodename)
+        devices = self._reading().devices
+        offers = self._devices.offers(devices)
+        return device_units(nodename, offers or (),
+                            devices if devices.known else None)
+
     def cleanup_host(self, host: str) -> None:
         """Close the libvirt connection."""
+        self._device_watch.close()
         if self._session is not None:
             self._session.close()
+
+    def _devices_need_read(self) -> bool:
+        """Whether this update reads node devices again
+        (:mod:`.device_watch`: not while libvirt's events say none
+        changed)."""
+        session = self.session
+        try:
+            conn = session.call(lambda c: c)
+            uri = session.choice.uri
+        except (LibvirtConnectionError, libvirt.libvirtError):
+            return True  # the reading reports it
+        if not self._device_watch.needs_read(conn, uri, self._last_devices):
+            return False
+        self._last_devices = None  # a failed reading is not kept
+        self._device_watch.reading()
+        return True
 
     def _reading(self, *, fresh_devices: bool = False) -> HostReading:
         try:
@@ -310,7 +391,7 @@ class LibvirtDriver(ComputeDriver):
         """The trait report; derived again only when what it reads (host
         and domain capabilities, after a reconnect, a version change or
         :meth:`refresh`) or the usable CPUs change, not on every update
-        (node devices, read again each update, are not among them)."""
+        (node devices, read again on updates, are not among them)."""
         usable = resources.pcpus | resources.vcpus
         note = None if online_unknown is None else NOT_REPORTED
         cached = self._report_cache
