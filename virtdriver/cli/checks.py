@@ -28,6 +28,7 @@ DRIVER_OPTIONS: Mapping[str, tuple[str, ...]] = {
     "snapshot": ("libvirt",),
     "cpu_map": ("libvirt",),
     "flat": ("libvirt", "fake"),
+    "profile": ("libvirt",),
     "host_spec": ("fake",),
     "inventory": ("ironic",),
 }

@@ -39,6 +39,7 @@ def driver_arguments(args: argparse.Namespace, conf) -> dict[str, object]:
         offered["nested"] = not getattr(args, "flat", False)
     if name == "libvirt":
         offered["uri"] = args.uri
+        offered["profile"] = getattr(args, "profile", None) or "numa"
         if hasattr(args, "recorded_disk_gb"):  # a replay: the recorded disk
             offered["disk_gb"] = args.recorded_disk_gb
     elif name == "fake":

@@ -204,6 +204,11 @@ def add_driver_selection(parser: argparse.ArgumentParser, *,
                         help="libvirt and fake drivers: everything on "
                              "the root provider instead of one child "
                              "per NUMA cell")
+    parser.add_argument("--profile", choices=("numa", "nova"),
+                        help="libvirt driver: the tree's shape: numa "
+                             "(default; NUMA cells as children) or nova "
+                             "(Nova's flat root, no page-size inventory; "
+                             "virtdriver help nova)")
     add_host_options(parser, output=output)
     add_pinning_options(parser)
 

@@ -46,6 +46,7 @@ from virtdriver.drivers.host_resources import (
 from virtdriver.drivers.device_tree import lift_device_providers
 from virtdriver.drivers.host_tree import (
     cell_provider_name, provider_reports, publish_host)
+from virtdriver.drivers.nova_tree import NovaProfile, publish_nova
 from virtdriver.drivers.libvirt.capabilities import LIBVIRT_CAPABILITIES
 from virtdriver.drivers.libvirt.connection import (
     LibvirtConnectionError, state_dir)
@@ -74,6 +75,9 @@ NOT_REPORTED = ("online CPUs not reported by libvirt, so every CPU the host "
 ROOT_UUID_KIND = "compute-node"
 #: ``disk_gb`` meaning: read the state directory's filesystem.
 READ_DISK = "read"
+#: Tree profiles: NUMA cells as children (virtdriver's), or Nova's flat
+#: root (:mod:`virtdriver.drivers.nova_tree`).
+PROFILES = ("numa", "nova")
 
 
 class LibvirtDriver(ComputeDriver):
@@ -92,6 +96,12 @@ class LibvirtDriver(ComputeDriver):
         device_usage: provider uuid → class → amount allocated, or
             ``None`` when unknown, for device providers whose device is
             gone (:mod:`.device_providers`); default: not known.
+        profile: ``numa`` (default: ``nested`` says where cells go) or
+            ``nova``: Nova's flat root (:mod:`..nova_tree`), no device
+            providers (Nova's own code has them).
+        nova_profile: Nova's reporting options for the ``nova`` profile
+            (default: Nova's defaults, the ratios and reservations of
+            ``conf``).
     """
 
     capabilities = LIBVIRT_CAPABILITIES
@@ -102,8 +112,16 @@ class LibvirtDriver(ComputeDriver):
                  uri: str | None = None,
                  session: LibvirtSession | None = None,
                  nested: bool = True,
-                 disk_gb: int | str | None = READ_DISK,
-                 device_usage: Usage | None = None) -> None:
+                 disk_gb: Any = READ_DISK,
+                 device_usage: Usage | None = None,
+                 profile: str = "numa",
+                 nova_profile: NovaProfile | None = None) -> None:
+        if profile not in PROFILES:
+            raise DriverError(f"unknown tree profile {profile!r}; use one "
+                              f"of {', '.join(PROFILES)}")
+        self._profile = profile
+        self._nova_profile = nova_profile
+        self._report_cache: tuple | None = None
         self._conf = conf
         self._device_usage = device_usage
         self._devices = DeviceProviders(usage=device_usage)
@@ -156,6 +174,7 @@ class LibvirtDriver(ComputeDriver):
         # Listen before the first reading, so an event after it is not
         # lost; when events are heard, that reading is the one the next
         # update re-reads after an event (not the session's "just taken").
+        self._report_cache = None
         self._devices_need_read()
         reading = self._reading()
         if self._device_watch.watching:
@@ -210,6 +229,16 @@ class LibvirtDriver(ComputeDriver):
         per NUMA cell with CPUs, memory, huge pages and CPU traits, and
         the device providers the rules list (:mod:`.device_providers`)."""
         self.require_node(nodename)
+        if self._profile == "nova":
+            # No device providers: Nova's own code makes them.
+            reading = self._reading()
+            resources, unknown = self._resources(reading)
+            publish_nova(tree, nodename, resources=resources,
+                         report=self._report(reading, resources, unknown),
+                         profile=self.nova_profile(),
+                         disk_gb=self._disk_size(),
+                         node_uuid=node_uuid(nodename))
+            return
         reading = self._reading(fresh_devices=self._devices_need_read())
         self._last_devices = reading.devices
         resources, unknown = self._resources(reading)
@@ -219,11 +248,30 @@ class LibvirtDriver(ComputeDriver):
         publish_host(tree, nodename, host=reading.host, resources=resources,
                      report=self._report(reading, resources, unknown),
                      node_uuid=node_uuid(nodename),
-                     disk_gb=(host_disk_gb() if self._disk_gb == READ_DISK
-                              else self._disk_gb),
-                     disk=self._disk, nested=self._nested)
+                     disk_gb=self._disk_size(), disk=self._disk,
+                     nested=self._nested)
         self._devices.publish(tree, nodename, reading.devices,
                               nested=self._nested, allocations=allocations)
+
+    def nova_profile(self) -> NovaProfile:
+        """The ``nova`` profile's options: those given, else virtdriver's
+        ratios and reservations (set, so they win as Nova's would)."""
+        if self._nova_profile is not None:
+            return self._nova_profile
+        pinning = pinning_config(self._conf)
+        return NovaProfile(
+            cpu_allocation_ratio=pinning.cpu_allocation_ratio,
+            ram_allocation_ratio=pinning.ram_allocation_ratio,
+            disk_allocation_ratio=self._disk.allocation_ratio,
+            reserved_host_memory_mb=pinning.reserved_host_memory_mb,
+            reserved_disk_gb=self._disk.reserved_gb)
+
+    def _disk_size(self) -> int | None:
+        if self._disk_gb == READ_DISK:
+            return host_disk_gb()
+        if callable(self._disk_gb):
+            return self._disk_gb()
+        return self._disk_gb
 
     def use_device_usage(self, usage: Usage | None) -> None:
         """Where to learn what is allocated on a device provider whose
@@ -246,7 +294,9 @@ class LibvirtDriver(ComputeDriver):
         reports = provider_reports(
             nodename, reading.host, self._report(reading, resources,
                                                  unknown),
-            nested=self._nested)
+            nested=self._nested and self._profile != "nova")
+        if self._profile == "nova":
+            return reports
         reports.update(self._devices.provider_reports(nodename,
                                                       reading.devices))
         return reports
@@ -338,10 +388,29 @@ class LibvirtDriver(ComputeDriver):
 
     def _report(self, reading: HostReading, resources: HostResources,
                 online_unknown: Unknown | None) -> TraitReport:
-        return trait_report(
-            reading, self._cpu_map,
-            usable_cpus=resources.pcpus | resources.vcpus,
-            online_cpus_note=None if online_unknown is None else NOT_REPORTED)
+        """The trait report; derived again only when what it reads (host
+        and domain capabilities, after a reconnect, a version change or
+        :meth:`refresh`) or the usable CPUs change, not on every update
+        (node devices, read again on updates, are not among them)."""
+        usable = resources.pcpus | resources.vcpus
+        note = None if online_unknown is None else NOT_REPORTED
+        cached = self._report_cache
+        if (cached is not None and cached[1:3] == (usable, note)
+                and _same_sources(cached[0], reading)):
+            return cached[3]
+        report = trait_report(reading, self._cpu_map, usable_cpus=usable,
+                              online_cpus_note=note)
+        self._report_cache = (reading, usable, note, report)
+        return report
+
+
+def _same_sources(old: HostReading, new: HostReading) -> bool:
+    """Whether the trait report of ``old`` holds for ``new``: the same
+    host and domain capabilities, configuration and versions."""
+    return (old.host is new.host and old.domains is new.domains
+            and old.config is new.config
+            and (old.libvirt_version, old.hypervisor_version)
+            == (new.libvirt_version, new.hypervisor_version))
 
 
 def node_uuid(nodename: str) -> str:
