@@ -39,7 +39,7 @@ SECONDS = {
     "tests/functional/placement/test_placement_cli.py": 15,
     "tests/functional/placement/test_placement_faults.py": 13,
     "tests/functional/placement/test_placement_devices.py": 12,
-    "tests/functional/placement/test_placement_agreement.py": 22,
+    "tests/functional/placement/test_placement_agreement.py": 15,
     "tests/functional/placement/test_placement_ironic.py": 11,
     "tests/functional/placement/test_placement_rebuild.py": 8,
     "tests/functional/placement/test_placement_conflicts.py": 6,

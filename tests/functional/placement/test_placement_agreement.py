@@ -346,7 +346,7 @@ def test_placement_and_our_claims_agree(placement_pool, tmp_path_factory,
 
     # VIRTDRIVER_AGREEMENT_EXAMPLES=200 for a longer run by hand.
     @settings(max_examples=int(os.environ.get(
-                  "VIRTDRIVER_AGREEMENT_EXAMPLES", "25")), deadline=None,
+                  "VIRTDRIVER_AGREEMENT_EXAMPLES", "15")), deadline=None,
               derandomize=True,
               database=None,
               suppress_health_check=[HealthCheck.too_slow,
