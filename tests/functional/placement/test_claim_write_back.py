@@ -50,6 +50,16 @@ def instance(tmp_path, **extra):
     return vm, write(tmp_path / f"{vm['uuid']}.json", vm)
 
 
+def claim_through(placement, fault, path, cli_host) -> int:
+    """``claim --placement-url`` through a proxy that runs ``fault``."""
+    proxy = Proxy(placement.url, fault=fault)
+    try:
+        return cli.main(["claim", "--instance", path, "--placement-url",
+                         proxy.url, *cli_host])
+    finally:
+        proxy.close()
+
+
 def request():
     return placement_request(Flavor(2, 1024, SPECS), {})
 
@@ -113,12 +123,7 @@ def test_another_writer_between_read_and_write_is_not_overwritten(
                     "consumer_generation": body["consumer_generation"]})
         return None
 
-    proxy = Proxy(placement.url, fault=other_writer)
-    try:
-        status = cli.main(["claim", "--instance", path, "--placement-url",
-                           proxy.url, *cli_host])
-    finally:
-        proxy.close()
+    status = claim_through(placement, other_writer, path, cli_host)
     err = capsys.readouterr().err
     assert status == 2, err
     assert "changed in Placement after it was read" in err
@@ -142,12 +147,7 @@ def test_a_lost_answer_to_the_write_keeps_the_claim(
             return "500-after" if len(puts) == 1 else None
         return None
 
-    proxy = Proxy(placement.url, fault=lose_first_put)
-    try:
-        status = cli.main(["claim", "--instance", path, "--placement-url",
-                           proxy.url, *cli_host])
-    finally:
-        proxy.close()
+    status = claim_through(placement, lose_first_put, path, cli_host)
     assert status == 0, capsys.readouterr().err
     assert len(puts) == 2            # the retry happened and got its 409
     assert held(client, vm["uuid"])["allocations"][cell]["resources"] == {
@@ -163,12 +163,7 @@ def test_placement_gone_during_the_write_releases_and_exits_3(
     def fail_puts(n, method, path):
         return "503" if method == "PUT" else None
 
-    proxy = Proxy(placement.url, fault=fail_puts)
-    try:
-        status = cli.main(["claim", "--instance", path, "--placement-url",
-                           proxy.url, *cli_host])
-    finally:
-        proxy.close()
+    status = claim_through(placement, fail_puts, path, cli_host)
     err = capsys.readouterr().err
     assert status == 3, err
     assert "was released" in err and "claim again" in err
